@@ -1,0 +1,76 @@
+"""One figure style for the whole book.
+
+Figures have an opaque white face and dark-grey ink, so they read the same on
+the book's light and dark themes; the palette is Okabe-Ito (colour-blind safe).
+Theory is drawn as a line, measurement as markers (see :func:`theory_and_measured`).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+
+PALETTE: tuple[str, ...] = (
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000",
+)
+INK = "#222222"
+
+STYLE = {
+    "figure.facecolor": "white",
+    "axes.facecolor": "white",
+    "savefig.facecolor": "white",
+    "figure.dpi": 110,
+    "savefig.dpi": 150,
+    "figure.figsize": (6.4, 4.0),
+    "figure.constrained_layout.use": True,
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "axes.edgecolor": INK,
+    "axes.labelcolor": INK,
+    "text.color": INK,
+    "xtick.color": INK,
+    "ytick.color": INK,
+    "axes.grid": True,
+    "grid.color": "#dddddd",
+    "grid.linewidth": 0.6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.prop_cycle": mpl.cycler(color=PALETTE),
+    "lines.linewidth": 1.6,
+    "lines.markersize": 5,
+    "legend.frameon": False,
+    "legend.fontsize": 9,
+    "image.cmap": "viridis",
+}
+
+
+def use_book_style() -> None:
+    """Apply the book's style to matplotlib (idempotent)."""
+    mpl.rcParams.update(STYLE)
+
+
+def figure(ncols: int = 1, nrows: int = 1, *, width: float = 3.4, height: float = 3.0, **kw):
+    """A ``(fig, axes)`` pair in book style, each panel ``width`` x ``height`` inches."""
+    use_book_style()
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), **kw)
+    return fig, axes
+
+
+def theory_and_measured(ax, x: Sequence[float], theory: Sequence[float] | None,
+                        measured: Sequence[float] | None, *, label: str = "",
+                        color: str | None = None, yerr: Sequence[float] | None = None):
+    """Theory as a line, measurement as open markers on the same colour."""
+    color = color or PALETTE[len(ax.lines) % len(PALETTE)]
+    if theory is not None:
+        ax.plot(x, theory, "-", color=color, label=f"{label} (theory)" if label else "theory")
+    if measured is not None:
+        kw = dict(fmt="o", mfc="none", color=color, label=f"{label} (measured)" if label else "measured")
+        if yerr is None:
+            ax.plot(x, measured, "o", mfc="none", color=color, label=kw["label"])
+        else:
+            ax.errorbar(x, measured, yerr=np.asarray(yerr), capsize=2, **kw)
+    return ax

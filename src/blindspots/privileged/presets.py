@@ -1,0 +1,1 @@
+PRESETS: dict = {}

@@ -1,0 +1,191 @@
+"""Scale presets, device resolution, seeding and timing for every chapter.
+
+A chapter notebook starts with::
+
+    run = runtime.setup(scale, device, seed, chapter="masked/01_setup")
+    sizes = run.sizes          # this chapter's sizes at this scale
+    rng = run.rng              # numpy Generator seeded from `seed`
+
+and ends with ``run.report()``. The sizes of each chapter live in the presets
+module of its Part (``blindspots.<part>.presets.PRESETS``), keyed by the notebook
+path below ``notebooks/`` without its suffix.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import numpy as np
+
+SCALES: tuple[str, ...] = ("smoke", "book", "full")
+DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+PARTS: tuple[str, ...] = ("masked", "selfpretraining", "privileged")
+
+_CURRENT: "Run | None" = None
+
+
+def check_scale(scale: str) -> str:
+    """Return ``scale`` or raise ``ValueError`` naming the valid scales."""
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    return scale
+
+
+def repo_root() -> Path:
+    """The folder holding ``_toc.yml``: searched up from the working directory, then from this file."""
+    for start in (Path.cwd(), Path(__file__).resolve().parent):
+        for folder in (start, *start.parents):
+            if (folder / "_toc.yml").is_file():
+                return folder
+    return Path.cwd()
+
+
+def records_dir() -> Path:
+    """Where claims and run records go: ``$BLINDSPOTS_CLAIMS_DIR`` or ``<repo>/_build/claims``."""
+    env = os.environ.get("BLINDSPOTS_CLAIMS_DIR")
+    return Path(env) if env else repo_root() / "_build" / "claims"
+
+
+def physical_cores() -> int:
+    """Physical cores available to this process (hyper-threads counted once)."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return max(1, (os.cpu_count() or 2) // 2)
+    cores = set()
+    for cpu in cpus:
+        topo = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
+        try:
+            core = (topo / "core_id").read_text().strip()
+            package = (topo / "physical_package_id").read_text().strip()
+            cores.add((package, core))
+        except OSError:
+            cores.add(("cpu", str(cpu)))
+    return max(1, len(cores))
+
+
+def all_presets() -> dict[str, dict[str, dict[str, Any]]]:
+    """Every chapter's presets, merged from the Parts' ``presets`` modules."""
+    merged: dict[str, dict[str, dict[str, Any]]] = {}
+    for part in PARTS:
+        try:
+            module = importlib.import_module(f"blindspots.{part}.presets")
+        except ModuleNotFoundError as err:
+            if err.name != f"blindspots.{part}.presets":
+                raise
+            continue
+        merged.update(module.PRESETS)
+    return merged
+
+
+def sizes_for(chapter: str, scale: str) -> Mapping[str, Any]:
+    """The sizes of ``chapter`` at ``scale``, read-only."""
+    check_scale(scale)
+    presets = all_presets()
+    if chapter not in presets:
+        raise ValueError(f"chapter must be one of {sorted(presets)}, got {chapter!r}")
+    table = presets[chapter]
+    missing = [s for s in SCALES if s not in table]
+    if missing:
+        raise ValueError(f"presets of {chapter!r} lack the scales {missing}")
+    return MappingProxyType(dict(table[scale]))
+
+
+def resolve_device(device: str):
+    """``auto`` gives CUDA when available, else CPU; ``cuda`` without CUDA raises."""
+    import torch
+
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device='cuda' was asked for but CUDA is not available; use 'auto' or 'cpu'")
+    return torch.device(device)
+
+
+@dataclass
+class Run:
+    """One execution of a chapter: its scale, device, seeded generators and clock."""
+
+    chapter: str
+    scale: str
+    device: Any
+    seed: int
+    sizes: Mapping[str, Any]
+    rng: np.random.Generator
+    threads: int
+    started: float = field(default_factory=time.perf_counter)
+
+    def torch_generator(self, offset: int = 0):
+        """A ``torch.Generator`` on this run's device, seeded from ``seed + offset``."""
+        import torch
+
+        gen = torch.Generator(device=self.device)
+        gen.manual_seed(self.seed + offset)
+        return gen
+
+    def child_rng(self, offset: int) -> np.random.Generator:
+        """An independent numpy stream, reproducible from ``seed`` and ``offset``."""
+        return np.random.default_rng([self.seed, offset])
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def report(self) -> dict[str, Any]:
+        """Print and record the device and elapsed time of this run."""
+        record = {
+            "chapter": self.chapter,
+            "scale": self.scale,
+            "device": str(self.device),
+            "seed": self.seed,
+            "threads": self.threads,
+            "elapsed_s": round(self.elapsed(), 2),
+            "python": platform.python_version(),
+        }
+        folder = records_dir() / self.chapter.replace("/", "__")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "_run.json").write_text(json.dumps(record, indent=1))
+        print(f"{self.chapter}: scale={self.scale}, device={self.device}, "
+              f"threads={self.threads}, elapsed {record['elapsed_s']:.1f} s")
+        return record
+
+
+def setup(scale: str = "book", device: str = "auto", seed: int = 0, *, chapter: str) -> Run:
+    """Resolve scale and device, seed numpy and torch, and start the clock.
+
+    Also clears this chapter's earlier claim records, so the verification
+    report never lists a claim the current code no longer makes.
+    """
+    global _CURRENT
+    import torch
+
+    check_scale(scale)
+    if not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    sizes = sizes_for(chapter, scale)
+    dev = resolve_device(device)
+    threads = physical_cores()
+    torch.set_num_threads(threads)  # oversubscription slows small models 10-20x
+    torch.manual_seed(seed)
+    np.random.seed(seed)  # only for third-party code that reads the global state
+    folder = records_dir() / chapter.replace("/", "__")
+    if folder.is_dir():
+        for old in folder.glob("*.json"):
+            old.unlink()
+    _CURRENT = Run(chapter=chapter, scale=scale, device=dev, seed=int(seed), sizes=sizes,
+                   rng=np.random.default_rng(seed), threads=threads)
+    return _CURRENT
+
+
+def current() -> "Run | None":
+    """The run started by the latest ``setup`` in this process, if any."""
+    return _CURRENT
