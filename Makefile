@@ -1,0 +1,65 @@
+# Blind Spots. `make book` builds the book, `make test` runs every check.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-12)
+JB := $(BIN)/jupyter-book
+CLAIMS := $(CURDIR)/_build/claims
+
+.PHONY: help setup book test test-unit test-smoke test-nbval test-docs test-gpu lab bench clean
+
+help:
+	@echo "make book      set up .venv, run every notebook at book scale, build _build/html"
+	@echo "make test      set up .venv and run the whole test suite (unit, smoke, nbval, strict build)"
+	@echo "make test-gpu  full-scale notebook runs and book-scale nbval on CUDA"
+	@echo "make lab       JupyterLab on notebooks/"
+	@echo "make bench     print the benchmarks' measured ratios"
+
+setup: $(STAMP)
+
+# The venv is rebuilt when pyproject.toml changes (its hash names the stamp).
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+# Notebooks execute through jupyter-cache; blindspots.sphinxext clears the cache when src/ changes.
+book: $(STAMP)
+	BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(JB) build . --builder html
+	@echo "Open _build/html/index.html"
+
+test: $(STAMP)
+	$(MAKE) test-unit test-smoke test-nbval test-docs
+
+test-unit: $(STAMP)
+	$(BIN)/pytest tests --ignore=tests/notebooks -q
+
+# Each notebook once at smoke scale (papermill), with the toc and environment checks.
+test-smoke: $(STAMP)
+	$(BIN)/pytest tests/notebooks -q -m "not gpu"
+
+# Each committed notebook once at book scale; claims land in _build/claims for the report.
+test-nbval: $(STAMP)
+	BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(BIN)/pytest -q -p no:cacheprovider --nbval-lax \
+	  --sanitize-with tests/notebooks/sanitize.cfg notebooks
+
+# Strict build (-W -n): broken references or citations fail. Notebooks were just run by
+# nbval, so this build renders their committed outputs instead of running them again.
+test-docs: $(STAMP)
+	BLINDSPOTS_EXECUTE=off BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(JB) build . --builder html -W -n --keep-going
+
+test-gpu: $(STAMP)
+	$(BIN)/pytest tests/notebooks -q -m gpu
+	BLINDSPOTS_CLAIMS_DIR=$(CURDIR)/_build/claims-gpu $(BIN)/pytest -q -p no:cacheprovider --nbval-lax \
+	  --sanitize-with tests/notebooks/sanitize.cfg notebooks
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks
+
+bench: $(STAMP)
+	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf _build
