@@ -1,0 +1,212 @@
+"""Sphinx extension for the book (listed in ``_config.yml``).
+
+It does four quiet jobs:
+
+* serves MathJax from the installed ``django-static-mathjax`` package, so math
+  renders with no internet (nothing vendored in the repository);
+* keys the jupyter-cache on a hash of ``src/blindspots``: when the shared code
+  changes, the cache is cleared so no stale output is served;
+* lets ``BLINDSPOTS_EXECUTE`` (``off``, ``cache``, ``force``, ``auto``) override the
+  execution mode, which ``make test-docs`` uses to render outputs that nbval has
+  just checked instead of running every notebook a second time;
+* generates the verification report and the status page from the claim and run
+  records, reading them after every notebook has been read (and so executed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from . import runtime
+
+GENERATED = {"book/verification": "verification", "book/status": "status"}
+EXECUTION_MODES = ("off", "auto", "cache", "force")
+SMOKE_BUDGET_S = 30.0
+BOOK_BUDGET_S = 240.0
+WHOLE_BOOK_BUDGET_S = 1800.0
+MATHJAX_DIR = "mathjax"
+
+
+def src_hash(root: Path | None = None) -> str:
+    """SHA-256 over the package's Python sources (paths and contents)."""
+    root = root or Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _mathjax_source() -> Path:
+    import mathjax  # django-static-mathjax
+
+    return Path(mathjax.__file__).resolve().parent / "static" / "mathjax" / "es5"
+
+
+def _config_inited(app, config) -> None:
+    mode = os.environ.get("BLINDSPOTS_EXECUTE")
+    if mode:
+        if mode not in EXECUTION_MODES:
+            raise ValueError(f"BLINDSPOTS_EXECUTE must be one of {EXECUTION_MODES}, got {mode!r}")
+        config.nb_execution_mode = mode
+    config.mathjax_path = f"{MATHJAX_DIR}/tex-chtml.js"
+    if config.nb_execution_mode == "cache":
+        cache = Path(app.confdir, config.nb_execution_cache_path or "_build/.jupyter_cache")
+        stamp = cache.parent / (cache.name + ".src-sha256")
+        current = src_hash()
+        if stamp.is_file() and stamp.read_text().strip() != current:
+            if cache.exists():
+                shutil.rmtree(cache)
+            app._blindspots_src_changed = True  # re-read (and so re-run) every notebook
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(current)
+
+
+def _env_get_outdated(app, env, added, changed, removed):
+    docs = [doc for doc in GENERATED if doc in env.found_docs]
+    if getattr(app, "_blindspots_src_changed", False):
+        docs += [d for d in env.found_docs if env.doc2path(d).endswith(".ipynb")]
+    return docs
+
+
+def _env_before_read_docs(app, env, docnames: list[str]) -> None:
+    # Generated pages are read last, after every notebook has executed.
+    late = [d for d in docnames if d in GENERATED]
+    for doc in late:
+        docnames.remove(doc)
+    docnames.extend(late)
+
+
+def _source_read(app, docname: str, source: list[str]) -> None:
+    kind = GENERATED.get(docname)
+    if kind == "verification":
+        source[0] = source[0] + "\n" + verification_markdown(_claims_dir(app))
+    elif kind == "status":
+        source[0] = source[0] + "\n" + status_markdown(_claims_dir(app))
+
+
+def _claims_dir(app) -> Path:
+    env = os.environ.get("BLINDSPOTS_CLAIMS_DIR")
+    return Path(env) if env else Path(app.confdir) / "_build" / "claims"
+
+
+def _build_finished(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    target = Path(app.outdir) / "_static" / MATHJAX_DIR
+    source = _mathjax_source()
+    marker = target / ".source"
+    if marker.is_file() and marker.read_text() == str(source):
+        return
+    shutil.copytree(source, target, dirs_exist_ok=True)
+    marker.write_text(str(source))
+
+
+# ----------------------------------------------------------------------------
+# Generated pages
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return str(value)
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return "0" if x == 0 else f"{x:.{digits}g}"
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _chapters_in_toc(root: Path) -> list[str]:
+    chapters = []
+    toc = root / "_toc.yml"
+    if toc.is_file():
+        for line in toc.read_text().splitlines():
+            line = line.strip()
+            if line.startswith("- file: notebooks/"):
+                chapters.append(line.split("notebooks/", 1)[1])
+    return chapters
+
+
+def verification_markdown(claims_dir: Path) -> str:
+    """Every recorded claim, grouped by chapter in table-of-contents order."""
+    records = []
+    for path in sorted(Path(claims_dir).glob("*/*.json")):
+        if not path.name.startswith("_"):
+            records.append(json.loads(path.read_text()))
+    if not records:
+        return ("```{note}\nNo claim records were found in `" + str(claims_dir) +
+                "`. Run `make book` (or `make test`) to execute the notebooks.\n```\n")
+    by_chapter: dict[str, list[dict]] = {}
+    for rec in records:
+        by_chapter.setdefault(rec.get("notebook") or "unknown", []).append(rec)
+    order = _chapters_in_toc(runtime.repo_root())
+    chapters = [c for c in order if c in by_chapter] + sorted(set(by_chapter) - set(order))
+    passed = sum(r["passed"] for r in records)
+    lines = [f"**{passed} of {len(records)} claims pass** "
+             f"({len(chapters)} chapters; scale and device as recorded by each run).", ""]
+    for chapter in chapters:
+        recs = by_chapter[chapter]
+        link = f"{{doc}}`/notebooks/{chapter}`" if chapter in order else f"`{chapter}`"
+        ok = sum(r["passed"] for r in recs)
+        lines += [f"## {link}", "",
+                  f"{ok}/{len(recs)} pass · scale `{recs[0].get('scale')}` · device `{recs[0].get('device')}`", "",
+                  "| claim | checks | statement | measured | relation | expected | tolerance | result |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in recs:
+            thm = f"{{prf:ref}}`{r['theorem']}`" if r.get("theorem") else "–"
+            mark = "✅ pass" if r["passed"] else "❌ FAIL"
+            rel = "±" if r["relation"] == "==" else r["relation"]
+            lines.append(f"| `{r['id']}` | {thm} | {_cell(r['statement'])} | {_fmt(r['measured'], r.get('digits', 4))} "
+                         f"| {_cell(rel)} | {_fmt(r['expected'], r.get('digits', 4))} | {_fmt(r['tolerance'], 2)} | {mark} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _runs(folder: Path) -> dict[str, dict]:
+    out = {}
+    for path in sorted(Path(folder).glob("*/_run.json")):
+        rec = json.loads(path.read_text())
+        out[rec["chapter"]] = rec
+    return out
+
+
+def status_markdown(claims_dir: Path) -> str:
+    """Execution time of each notebook at book and smoke scale, against the budgets."""
+    claims_dir = Path(claims_dir)
+    book = _runs(claims_dir)
+    smoke = _runs(claims_dir.parent / (claims_dir.name + "-smoke"))
+    chapters = _chapters_in_toc(runtime.repo_root())
+    lines = ["| chapter | smoke (s) | book (s) | book device | within budget |", "|---|---|---|---|---|"]
+    total = 0.0
+    for chapter in chapters:
+        s, b = smoke.get(chapter), book.get(chapter)
+        s_t = s["elapsed_s"] if s else None
+        b_t = b["elapsed_s"] if b else None
+        total += b_t or 0.0
+        ok = ((s_t is None or s_t < SMOKE_BUDGET_S) and (b_t is None or b_t < BOOK_BUDGET_S))
+        verdict = "–" if s_t is None and b_t is None else ("yes" if ok else "**no**")
+        lines.append(f"| {{doc}}`/notebooks/{chapter}` | {_fmt(s_t, 3)} | {_fmt(b_t, 3)} | "
+                     f"{b['device'] if b else '–'} | {verdict} |")
+    lines += ["", f"Whole book at book scale (sum of the chapters' in-notebook times): "
+              f"**{total:.0f} s** against a budget of {WHOLE_BOOK_BUDGET_S:.0f} s.", ""]
+    return "\n".join(lines)
+
+
+def setup(app) -> dict[str, Any]:
+    app.connect("config-inited", _config_inited)
+    app.connect("env-get-outdated", _env_get_outdated)
+    app.connect("env-before-read-docs", _env_before_read_docs)
+    app.connect("source-read", _source_read)
+    app.connect("build-finished", _build_finished)
+    return {"version": "0.1", "parallel_read_safe": False, "parallel_write_safe": True}

@@ -1,0 +1,73 @@
+import numpy as np
+import pytest
+import torch
+
+from blindspots import runtime
+
+
+def test_unknown_scale_names_valid_values():
+    with pytest.raises(ValueError, match=r"scale must be one of \('smoke', 'book', 'full'\)"):
+        runtime.check_scale("huge")
+
+
+def test_unknown_device_names_valid_values():
+    with pytest.raises(ValueError, match="device must be one of"):
+        runtime.resolve_device("tpu")
+
+
+def test_auto_device_is_cuda_exactly_when_available():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert runtime.resolve_device("auto").type == expected
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="only meaningful without CUDA")
+def test_cuda_without_cuda_is_a_clear_error():
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        runtime.resolve_device("cuda")
+
+
+def test_every_preset_defines_every_scale():
+    presets = runtime.all_presets()
+    for chapter, table in presets.items():
+        assert set(table) == set(runtime.SCALES), chapter
+
+
+def test_every_toc_chapter_has_presets():
+    from conftest import toc_notebooks
+
+    presets = runtime.all_presets()
+    for nb in toc_notebooks():
+        chapter = nb.removeprefix("notebooks/").removesuffix(".ipynb")
+        assert chapter in presets, f"{chapter} has no entry in blindspots.<part>.presets"
+
+
+def test_setup_seeds_and_clears_old_records(tmp_path, monkeypatch, fake_chapter):
+    monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path))
+    chapter = fake_chapter
+    folder = tmp_path / chapter.replace("/", "__")
+    folder.mkdir(parents=True)
+    (folder / "stale.json").write_text("{}")
+    run = runtime.setup("smoke", "cpu", 3, chapter=chapter)
+    assert not (folder / "stale.json").exists()
+    a = run.rng.standard_normal(3)
+    again = runtime.setup("smoke", "cpu", 3, chapter=chapter)
+    np.testing.assert_array_equal(a, again.rng.standard_normal(3))
+    assert torch.get_num_threads() == runtime.physical_cores()
+    record = again.report()
+    assert record["scale"] == "smoke" and record["device"] == "cpu"
+    assert (folder / "_run.json").is_file()
+    assert dict(again.sizes) == {"n": 1}
+
+
+def test_setup_rejects_unknown_chapter_and_bad_seed(fake_chapter):
+    with pytest.raises(ValueError, match="chapter must be one of"):
+        runtime.setup("smoke", "cpu", 0, chapter="nowhere/00")
+    chapter = fake_chapter
+    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+        runtime.setup("smoke", "cpu", -1, chapter=chapter)
+
+
+def test_physical_cores_is_positive_and_at_most_logical():
+    import os
+
+    assert 1 <= runtime.physical_cores() <= (os.cpu_count() or 1)
