@@ -7,6 +7,10 @@ STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-12)
 JB := $(BIN)/jupyter-book
 CLAIMS := $(CURDIR)/_build/claims
 
+# $(call timed,NAME,COMMAND): run COMMAND, record its wall time in _build/timings/NAME.txt (status page).
+timed = mkdir -p _build/timings; start=$$(date +%s); $(2); rc=$$?; \
+	echo $$(( $$(date +%s) - start )) > _build/timings/$(1).txt; exit $$rc
+
 .PHONY: help setup book test test-unit test-smoke test-nbval test-docs test-gpu lab bench clean
 
 help:
@@ -20,8 +24,8 @@ setup: $(STAMP)
 
 # The venv is rebuilt when pyproject.toml changes (its hash names the stamp).
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@$(call timed,setup,test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) && \
+	  $(BIN)/python -m pip install --quiet --disable-pip-version-check -e .)
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -34,16 +38,16 @@ test: $(STAMP)
 	$(MAKE) test-unit test-smoke test-nbval test-docs
 
 test-unit: $(STAMP)
-	$(BIN)/pytest tests --ignore=tests/notebooks -q
+	@$(call timed,test-unit,$(BIN)/pytest tests --ignore=tests/notebooks -q)
 
 # Each notebook once at smoke scale (papermill), with the toc and environment checks.
 test-smoke: $(STAMP)
-	$(BIN)/pytest tests/notebooks -q -m "not gpu"
+	@$(call timed,test-smoke,$(BIN)/pytest tests/notebooks -q -m "not gpu")
 
 # Each committed notebook once at book scale; claims land in _build/claims for the report.
 test-nbval: $(STAMP)
-	BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(BIN)/pytest -q -p no:cacheprovider --nbval-lax \
-	  --sanitize-with tests/notebooks/sanitize.cfg --ignore-glob="*/.ipynb_checkpoints/*" notebooks
+	@$(call timed,test-nbval,BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(BIN)/pytest -q -p no:cacheprovider --nbval-lax \
+	  --sanitize-with tests/notebooks/sanitize.cfg --ignore-glob="*/.ipynb_checkpoints/*" notebooks)
 
 # Strict build (-W -n): broken references or citations fail. Notebooks were just run by
 # nbval, so this build renders their committed outputs instead of running them again.
