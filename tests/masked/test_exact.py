@@ -1,0 +1,156 @@
+"""Exact engine: identities against brute force, direct summation and mpmath."""
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from blindspots.masked import enumeration as en
+from blindspots.masked import exact
+from blindspots.masked.laws import CurieWeissLaw, ProductLaw
+
+LAWS = [ProductLaw(0.6), ProductLaw(0.8), CurieWeissLaw(1.5), CurieWeissLaw(0.5)]
+LAMS = np.array([0.05, 0.3, 0.5, 0.8, 0.97])
+
+
+@pytest.mark.parametrize("law", LAWS, ids=str)
+@pytest.mark.parametrize("N", [9, 13])
+def test_engine_matches_brute_force_enumeration(law, N):
+    w = 0.9
+    p = en.mixture_table(law, N, w)
+    for m in range(N + 1):
+        got = exact.masked_discrepancy(law, N, m, w, LAMS)
+        for lam, g in zip(LAMS, got):
+            want = en.masked_discrepancy_joint(p, en.witness_table(law, N, lam), N, m, subsets="first")
+            assert abs(g - want) <= 1e-12 * want + 1e-300, (m, lam, g, want)
+
+
+def test_engine_matches_brute_force_over_all_visible_sets():
+    law, N, w, m = CurieWeissLaw(1.5), 9, 0.5, 4
+    p, q = en.mixture_table(law, N, w), en.witness_table(law, N, 0.2)
+    want = en.masked_discrepancy_joint(p, q, N, m, subsets="all")
+    assert abs(exact.masked_discrepancy(law, N, m, w, 0.2) - want) <= 1e-12 * want
+
+
+@pytest.mark.parametrize("law", LAWS, ids=str)
+def test_full_mask_discrepancy_equals_binary_kl(law):
+    for w in (0.5, 0.9):
+        got = exact.masked_discrepancy(law, 127, 0, w, LAMS)
+        want = np.array([float(w * mp.log(mp.mpf(w) / l) + (1 - w) * mp.log((1 - mp.mpf(w)) / (1 - l)))
+                         for l in LAMS])
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+def test_discrepancy_vanishes_at_true_weight_and_full_visibility():
+    law = ProductLaw(0.6)
+    assert exact.masked_discrepancy(law, 63, 20, 0.9, 0.9) == 0.0
+    assert exact.masked_discrepancy(law, 63, 63, 0.9, 0.3) == 0.0
+    assert exact.residual_uncertainty(law, 63, 63, 0.9) == 0.0
+
+
+@pytest.mark.parametrize("law", LAWS, ids=str)
+@pytest.mark.parametrize("N", [255, 1023])
+def test_fast_path_agrees_with_direct_summation(law, N):
+    w, lams = 0.9, np.array([0.2, 0.85, 0.899, 0.95])
+    for m in (0, 1, 16, N // 4, N // 2, 3 * N // 4, N - 1):
+        fast = exact.log_masked_discrepancy(law, N, m, w, lams)
+        slow = exact.log_masked_discrepancy(law, N, m, w, lams, method="direct")
+        # relative 1e-8 on D  <=>  absolute 1e-8 on log D
+        np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-8)
+        assert abs(exact.log_residual_uncertainty(law, N, m, w)
+                   - exact.log_residual_uncertainty(law, N, m, w, method="direct")) < 1e-8
+
+
+def test_pruned_curie_weiss_path_agrees_with_binomial_tails_for_law_p():
+    law, N = ProductLaw(0.6), 1023
+    for m in (3, 255, 700):
+        np.testing.assert_allclose(exact.log_mode_weights(law, N, m, "pruned"),
+                                   exact.log_mode_weights(law, N, m, "tails"), rtol=0, atol=1e-9)
+
+
+def _mp_log_D(law, N, m, w, lam, dps=60):
+    """Independent high-precision evaluation by direct summation (mpmath)."""
+    mp.mp.dps = dps
+    w, lam = mp.mpf(w), mp.mpf(lam)
+    n = N - m
+
+    def F(t):
+        if 2 * t - N < 0:
+            return mp.mpf(0)
+        if isinstance(law, ProductLaw):
+            rho = (1 + mp.mpf(law.theta)) / 2
+            return rho ** t * (1 - rho) ** (N - t)
+        return mp.e ** (mp.mpf(law.beta) * (2 * t - N) ** 2 / (2 * N))
+
+    Fs = [F(t) for t in range(N + 1)]
+    Z = mp.fsum(mp.binomial(N, t) * Fs[t] for t in range(N + 1))
+    h = [mp.fsum(mp.binomial(n, j) * Fs[a + j] for j in range(n + 1)) / Z for a in range(m + 1)]
+    total = mp.mpf(0)
+    for a in range(m + 1):
+        hp, hm = h[a], h[m - a]
+        P = w * hp + (1 - w) * hm
+        if P == 0:
+            continue
+        b = w * hp / P
+        g = lam * hp / (lam * hp + (1 - lam) * hm)
+        kl = (b * mp.log(b / g) if b > 0 else 0) + ((1 - b) * mp.log((1 - b) / (1 - g)) if b < 1 else 0)
+        total += mp.binomial(m, a) * P * kl
+    return mp.log(total)
+
+
+@pytest.mark.parametrize("law,N,m,w,lam", [
+    (ProductLaw(0.6), 127, 100, 0.9, 0.3),
+    (ProductLaw(0.8), 127, 126, 0.5, 0.5001),
+    (CurieWeissLaw(1.5), 127, 64, 0.9, 0.2),
+    (CurieWeissLaw(0.5), 127, 31, 0.5, 0.7),
+    (ProductLaw(0.8), 255, 200, 0.9, 0.05),
+])
+def test_engine_matches_mpmath_high_precision(law, N, m, w, lam):
+    want = float(_mp_log_D(law, N, m, w, lam))
+    got = exact.log_masked_discrepancy(law, N, m, w, lam)
+    assert abs(got - want) < 1e-9, (got, want)
+
+
+def test_log_domain_keeps_discrepancies_far_below_double_range():
+    law, N = ProductLaw(0.8), 16383
+    logD = exact.log_masked_discrepancy(law, N, 12000, 0.9, 0.3)
+    assert np.isfinite(logD) and logD < math.log(1e-300) * 5
+    # decay per visible coordinate close to -1/2 log(1 - theta^2)
+    logD2 = exact.log_masked_discrepancy(law, N, 12100, 0.9, 0.3)
+    rate = (logD - logD2) / 100
+    assert abs(rate / (-0.5 * math.log(1 - 0.64)) - 1) < 0.05
+
+
+def test_curvature_identity_at_true_weight():
+    law, N, m, w = CurieWeissLaw(1.5), 255, 40, 0.7
+    U = exact.residual_uncertainty(law, N, m, w)
+    h = 1e-4
+    d2 = (exact.masked_discrepancy(law, N, m, w, w + h) + exact.masked_discrepancy(law, N, m, w, w - h)) / h**2
+    assert abs(d2 / (U / (w * (1 - w)) ** 2) - 1) < 1e-5
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(N=128, m=3, w=0.5, lam=0.5), "N must"),
+    (dict(N=127, m=128, w=0.5, lam=0.5), "m must"),
+    (dict(N=127, m=-1, w=0.5, lam=0.5), "m must"),
+    (dict(N=127, m=3, w=1.0, lam=0.5), "w must"),
+    (dict(N=127, m=3, w=0.5, lam=0.0), "lam must"),
+    (dict(N=127, m=3, w=0.5, lam=[0.3, 1.2]), "lam must"),
+])
+def test_bad_input_raises_value_error_naming_parameter(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        exact.masked_discrepancy(ProductLaw(0.6), **kwargs)
+
+
+def test_binary_kl_is_cancellation_free_near_equality():
+    w, lam = 0.3, 0.3 + 1e-9
+    want = float(mp.mpf(w) * mp.log(mp.mpf(w) / mp.mpf(lam))
+                 + (1 - mp.mpf(w)) * mp.log((1 - mp.mpf(w)) / (1 - mp.mpf(lam))))
+    assert abs(exact.binary_kl(w, lam) / want - 1) < 1e-6  # lam itself carries 1e-16/1e-9 error
+
+
+def test_posterior_table_is_normalised_and_symmetric():
+    tab = exact.posterior_table(CurieWeissLaw(1.5), 255, 100, 0.5)
+    assert abs(np.exp(tab.log_prob).sum() - 1) < 1e-12
+    np.testing.assert_allclose(tab.logit, -tab.logit[::-1], atol=1e-9)
