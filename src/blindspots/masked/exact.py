@@ -120,6 +120,28 @@ def _log_h_direct(law: Law, N: int, m: int) -> np.ndarray:
     return out - _log_Z(law, N)
 
 
+def _lse(x: np.ndarray, axis=None):
+    """Plain log-sum-exp (no copies of scipy's generality; ``-inf`` if all ``-inf``)."""
+    x = np.asarray(x, dtype=float)
+    mx = np.max(x, axis=axis, keepdims=True)
+    fin = np.isfinite(mx)
+    mx = np.where(fin, mx, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(x - mx), axis=axis, keepdims=True)) + mx
+    out = np.where(fin, out, -np.inf)
+    return out.item() if axis is None else np.squeeze(out, axis=axis)
+
+
+def _row_lse(G: np.ndarray) -> np.ndarray:
+    """Row-wise log-sum-exp, in place on ``G`` (rows of ``-inf`` give ``-inf``)."""
+    mx = G.max(axis=1)
+    fin = np.isfinite(mx)
+    G -= np.where(fin, mx, 0.0)[:, None]
+    np.exp(G, out=G)
+    with np.errstate(divide="ignore"):
+        return np.where(fin, mx + np.log(G.sum(axis=1)), -np.inf)
+
+
 def _log_h_pruned(law: Law, N: int, m: int) -> np.ndarray:
     """Summation over the total plus-count ``t`` with certified block pruning.
 
@@ -127,9 +149,9 @@ def _log_h_pruned(law: Law, N: int, m: int) -> np.ndarray:
     lower bound of every row ``M0 = max_t G(a0, t)`` (``log F`` is
     non-decreasing where finite, so shifting ``t`` with ``a`` keeps the term);
     upper bound per column ``UB(t) = log F(t) + max_{a in block} log C(n, t-a)``
-    (``log C(n, .)`` is unimodal at ``n // 2``). Columns with
-    ``UB(t) < M0 - PRUNE_NATS - log(N+1)`` are dropped: their total relative
-    weight is below ``e^-PRUNE_NATS``.
+    (``log C(n, .)`` is unimodal at ``n // 2``). Only the hull of the columns with
+    ``UB(t) >= M0 - PRUNE_NATS - log(N+1)`` is summed: the dropped terms weigh
+    less than ``e^-PRUNE_NATS`` relative. Memory is O(block x kept columns).
     """
     n = N - m
     lC = _log_binom_row(N, n)
@@ -139,32 +161,33 @@ def _log_h_pruned(law: Law, N: int, m: int) -> np.ndarray:
         return _log_h_direct(law, N, m)
     margin = PRUNE_NATS + math.log(N + 1.0)
     t_all = np.arange(N + 1)
-    block = max(16, int(2.0 * math.sqrt(N)))
+    block = max(16, int(math.sqrt(N)))
     out = np.empty(m + 1)
     jmode = n // 2
+    # lC padded with -inf so that j = t - a may run over [-(m+1), N]
+    pad = m + 1
+    lCp = np.full(pad + N + 2, -np.inf)
+    lCp[pad:pad + n + 1] = lC
     for a0 in range(0, m + 1, block):
         a1 = min(m, a0 + block - 1)
-        # lower bound from row a0 (valid for the whole block)
-        t0 = slice(a0, a0 + n + 1)
-        M0 = np.max(lC + lF[t0])
-        # column upper bounds
+        M0 = np.max(lC + lF[a0:a0 + n + 1])
         lo = np.maximum(t_all - a1, 0)
         hi = np.minimum(t_all - a0, n)
-        ok = lo <= hi
-        jstar = np.clip(jmode, lo, hi)
-        UB = np.where(ok, lC[np.clip(jstar, 0, n)] + lF, -np.inf)
-        if np.isfinite(M0):
-            keep = np.nonzero(UB >= M0 - margin)[0]
-        else:
-            keep = np.nonzero(np.isfinite(UB))[0]
-        a = np.arange(a0, a1 + 1)
+        jstar = np.minimum(np.maximum(jmode, lo), hi)
+        UB = lC[np.minimum(np.maximum(jstar, 0), n)] + lF
+        UB[lo > hi] = -np.inf
+        thr = M0 - margin if np.isfinite(M0) else -np.inf
+        keep = np.flatnonzero(UB >= thr) if np.isfinite(thr) else np.flatnonzero(np.isfinite(UB))
         if keep.size == 0:
             out[a0:a1 + 1] = -np.inf
             continue
-        idx = keep[None, :] - a[:, None]
-        valid = (idx >= 0) & (idx <= n)
-        G = np.where(valid, lC[np.clip(idx, 0, n)], -np.inf) + lF[keep][None, :]
-        out[a0:a1 + 1] = logsumexp(G, axis=1)
+        tl, th = int(keep[0]), int(keep[-1])
+        width = th - tl + 1
+        # rows a = a0..a1 of lC[t - a], t = tl..th, as a strided (Hankel) view
+        win = np.lib.stride_tricks.sliding_window_view(lCp, width)
+        rows = win[pad + tl - a1: pad + tl - a0 + 1][::-1]
+        G = rows + lF[tl:th + 1][None, :]
+        out[a0:a1 + 1] = _row_lse(G)
     return out - _log_Z(law, N)
 
 
@@ -310,6 +333,33 @@ def _cumulant_polys(order: int) -> list[np.ndarray]:
 
 
 _R = _cumulant_polys(_SERIES_ORDER)
+_RMAT = np.zeros((len(_R), max(len(r) for r in _R)))
+for _i, _r in enumerate(_R):
+    _RMAT[_i, :len(_r)] = _r
+_KS = np.arange(2, _SERIES_ORDER + 1, dtype=float)
+_FACT = np.array([math.factorial(int(k)) for k in _KS], dtype=float)
+
+
+def _log_g_direct(e: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """``log g`` for ``e = logit beta <= 0`` (A,) and ``|d| >= SERIES_DELTA`` (L,).
+
+    ``g = log(beta/gamma)/(1-beta) + log((1-beta)/(1-gamma))/beta`` with
+    ``beta/gamma = beta + (1-beta) e^-d`` and ``(1-beta)/(1-gamma) = (1-beta) + beta e^d``,
+    each evaluated as a log-sum-exp (no overflow, no cancellation beyond ~2/|d|).
+    """
+    lb = -_softplus(-e)                      # log beta
+    l1b = -_softplus(e)                      # log(1 - beta)
+    b = np.exp(lb)
+    A = np.logaddexp(lb[:, None], l1b[:, None] - d[None, :])
+    B = np.logaddexp(l1b[:, None], lb[:, None] + d[None, :])
+    A /= np.exp(l1b)[:, None]
+    tiny = b <= 1e-250                       # B / beta -> expm1(d) as beta -> 0
+    B /= np.where(tiny, 1.0, b)[:, None]
+    if np.any(tiny):
+        B[tiny] = np.expm1(d)[None, :]
+    A += B
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(A)
 
 
 def _log_g(ell: np.ndarray, delta: np.ndarray) -> np.ndarray:
@@ -324,28 +374,21 @@ def _log_g(ell: np.ndarray, delta: np.ndarray) -> np.ndarray:
     if np.any(small):
         beta = _sigmoid(ell[:, 0])
         d = delta[0, small]
-        fact = 1.0
-        acc = np.zeros((beta.size, d.size))
-        for k, Rk in enumerate(_R, start=2):
-            fact *= k if k > 2 else 2.0
-            coef = np.polynomial.polynomial.polyval(beta, Rk)
-            acc += coef[:, None] * (d[None, :] ** k / fact)
-        out[:, small] = np.log(acc)
+        powers = beta[:, None] ** np.arange(_RMAT.shape[1])[None, :]      # (A, deg+1)
+        Rvals = powers @ _RMAT.T                                            # (A, K)
+        dk = d[None, :] ** _KS[:, None] / _FACT[:, None]                    # (K, Ls)
+        out[:, small] = np.log(Rvals @ dk)
     big = ~small
     if np.any(big):
-        d = delta[:, big]
-        flip = ell > 0
-        e = np.where(flip, -ell, ell)            # beta' <= 1/2
-        d = np.where(flip, -d, d)
-        lb = -_softplus(-e)                      # log beta'
-        l1b = -_softplus(e)                      # log (1 - beta')
-        b = np.exp(lb)
-        A = np.logaddexp(lb, l1b - d)            # log(beta/gamma)
-        B = np.logaddexp(l1b, lb + d)            # log((1-beta)/(1-gamma))
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            BoverB = np.where(b > 1e-250, B / np.where(b > 1e-250, b, 1.0), np.expm1(d))
-            g = A / np.exp(l1b) + BoverB
-            out[:, big] = np.log(g)
+        d = delta[0, big]
+        e = ell[:, 0]
+        flip = e > 0
+        sub = np.empty((e.size, d.size))
+        # kl is invariant under (ell, delta) -> (-ell, -delta): work with beta <= 1/2
+        for rows, sign in ((~flip, 1.0), (flip, -1.0)):
+            if np.any(rows):
+                sub[rows] = _log_g_direct(-np.abs(e[rows]), sign * d)
+        out[:, big] = sub
     return out
 
 
@@ -400,7 +443,7 @@ def _log_D_from_table(tab: PosteriorTable, lam: np.ndarray, prune: bool) -> np.n
         sel = base >= cut
         base, ell = base[sel], ell[sel]
     lg = _log_g(ell, d)
-    out[nz] = logsumexp(base[:, None] + lg, axis=0)
+    out[nz] = _lse(base[:, None] + lg, axis=0)
     return out
 
 
@@ -440,7 +483,7 @@ def masked_discrepancy(law: Law, N: int, m: int, w: float, lam, method: str = "a
 def log_residual_uncertainty(law: Law, N: int, m: int, w: float, method: str = "auto") -> float:
     """``log U_{N,m}`` with ``U = E[beta_V (1 - beta_V)]`` (MMSE of the mode given x_V)."""
     tab = posterior_table(law, N, m, w, method)
-    return float(logsumexp(tab.log_prob + tab.log_s))
+    return float(_lse(tab.log_prob + tab.log_s))
 
 
 def residual_uncertainty(law: Law, N: int, m: int, w: float, method: str = "auto") -> float:
@@ -490,5 +533,5 @@ def discrepancy_profile(law: Law, N: int, ms, w: float, lams, method: str = "aut
     for i, m in enumerate(ms):
         tab = posterior_table(law, N, int(m), w, method)
         logD[i] = _log_D_from_table(tab, lams, prune=(method != "direct"))
-        logU[i] = logsumexp(tab.log_prob + tab.log_s)
+        logU[i] = _lse(tab.log_prob + tab.log_s)
     return Profile(law=law, N=N, w=float(w), ms=ms, lams=lams, log_D=logD, log_U=logU)
