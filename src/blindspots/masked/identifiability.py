@@ -1,0 +1,663 @@
+"""Identifiability of the joint law under mask schedules.
+
+Three groups of tools, one per question of chapters 4 and 5:
+
+* **Recovery on the witness family.** :func:`recovery_radius` solves
+  ``r(eps) = max{|w - lam| : lam in I, D_mu(lam) <= eps}`` by root finding on
+  ``log D_mu`` in the log-distance variable, so discrepancies far below the
+  float64 range of ``D`` itself stay resolvable. It marks a side *censored* when
+  the edge of ``I`` already has ``D_mu <= eps``. Implements the witness-family
+  modulus of {prf:ref}`def-masked-recovery-radius`.
+* **Coercivity for every model.** :func:`masked_discrepancy_all` computes the
+  excess masked risk ``D_m(p || q)`` of arbitrary joint laws ``q`` on
+  ``{-1, +1}^N`` by exact enumeration (each term in a form with non-negative
+  summands, so no cancellation), and :func:`random_joint_laws` draws laws near
+  ``p``. Checks {prf:ref}`thm-masked-full-mask-coercivity`.
+* **Approximate tensorization.** :func:`log_tensorization_lower_bound` gives
+  ``log C_AT >= log kl(lam || w) - log D_mu(q_lam || p)``, the bound of
+  {prf:ref}`thm-masked-tensorization-lower-bound`.
+
+The witness-family discrepancies come from the exact engine
+(:mod:`blindspots.masked.exact`) and its schedules
+(:mod:`blindspots.masked.schedules`); ``m`` is always the number of visible
+coordinates.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import logsumexp
+
+__all__ = [
+    "mode_weight_interval",
+    "schedule_curvature",
+    "RecoveryRadius",
+    "recovery_radius",
+    "recovery_radii",
+    "two_point_radii",
+    "RecoveryGrid",
+    "recovery_grid",
+    "SlopeFit",
+    "fit_kappa_vs_pi",
+    "fit_radius_vs_pi",
+    "fit_radius_vs_eps",
+    "law_from_spec",
+    "grid_fits",
+    "log_elasticity",
+    "curvature_richardson",
+    "ols",
+    "pair_slopes",
+    "binary_kl",
+    "total_variation",
+    "kl_divergence",
+    "masked_discrepancy_all",
+    "excess_masked_risk",
+    "random_joint_laws",
+    "coercivity_radius",
+    "CoercivityDraws",
+    "coercivity_draws",
+    "log_tensorization_lower_bound",
+    "log_tensorization_limit_bound",
+]
+
+
+# --------------------------------------------------------------------------
+# Schedules as (m, mass) components
+# --------------------------------------------------------------------------
+
+
+def mode_weight_interval(w: float) -> tuple[float, float]:
+    """``I = [c0/2, 1 - c0/2]`` with ``c0 = min(w, 1 - w)``: the witness interval."""
+    if not 0.0 < w < 1.0:
+        raise ValueError(f"w must lie in (0, 1), got {w!r}")
+    c0 = min(w, 1.0 - w)
+    return c0 / 2.0, 1.0 - c0 / 2.0
+
+
+def schedule_curvature(log_u_mu: float, w: float) -> float:
+    """``D_mu''(w) = U_mu / (w (1 - w))^2`` (linearity plus the curvature identity)."""
+    return math.exp(log_u_mu - 2.0 * math.log(w * (1.0 - w)))
+
+
+# --------------------------------------------------------------------------
+# Recovery radius
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecoveryRadius:
+    """``r(eps)`` and where it is attained.
+
+    ``censored`` is True when the side attaining the maximum reaches the edge of
+    ``I`` with ``D <= eps`` there: the true radius is cut off by the interval.
+    ``radii`` and ``censored_sides`` give both sides as ``(left, right)``.
+    """
+
+    eps: float
+    radius: float
+    censored: bool
+    side: str
+    radii: tuple[float, float]
+    censored_sides: tuple[bool, bool]
+
+
+def _side_radius(log_D: Callable[[float], float], w: float, edge: float, log_eps: float,
+                 xtol: float) -> tuple[float, bool]:
+    """Largest ``d`` with ``log D(w +- d) <= log_eps`` on one side; ``D`` is monotone there."""
+    span = abs(edge - w)
+    sign = 1.0 if edge > w else -1.0
+    if log_D(edge) <= log_eps:
+        return span, True
+
+    def g(u: float) -> float:
+        return log_D(w + sign * math.exp(u)) - log_eps
+
+    hi = math.log(span)
+    lo = hi - 1.0
+    # D ~ (kappa/2) d^2 near w, so g falls by about 2 per unit of u; step down until inside.
+    for _ in range(400):
+        if g(lo) <= 0.0:
+            break
+        lo -= 2.0
+    else:
+        raise RuntimeError("could not bracket the recovery radius: D does not vanish at w")
+    u = brentq(g, lo, hi, xtol=xtol, rtol=4 * np.finfo(float).eps, maxiter=200)
+    return math.exp(u), False
+
+
+def recovery_radius(log_D: Callable[[float], float], w: float, eps: float,
+                    interval: tuple[float, float] | None = None,
+                    xtol: float = 1e-13) -> RecoveryRadius:
+    """``r(eps) = max{|w - lam| : lam in I, D(lam) <= eps}`` for a discrepancy that
+    vanishes only at ``w`` and increases away from it on each side.
+
+    Root finding (``scipy.optimize.brentq``) is on ``log D(w +- e^u) - log eps`` in
+    ``u = log |lam - w|``, so both tiny radii and discrepancies below ``1e-300``
+    are resolved; ``xtol`` is the tolerance on ``u``, i.e. a relative tolerance on ``r``.
+    Implements {prf:ref}`def-masked-recovery-radius`.
+    """
+    if not eps > 0.0:
+        raise ValueError(f"eps must be > 0, got {eps!r}")
+    a, b = mode_weight_interval(w) if interval is None else interval
+    if not a < w < b:
+        raise ValueError(f"w must lie inside the interval ({a}, {b}), got {w!r}")
+    log_eps = math.log(eps)
+    r_left, c_left = _side_radius(log_D, w, a, log_eps, xtol)
+    r_right, c_right = _side_radius(log_D, w, b, log_eps, xtol)
+    if r_left >= r_right:
+        return RecoveryRadius(eps, r_left, c_left, "left", (r_left, r_right), (c_left, c_right))
+    return RecoveryRadius(eps, r_right, c_right, "right", (r_left, r_right), (c_left, c_right))
+
+
+def recovery_radii(log_D_cells: Callable[[np.ndarray], np.ndarray], w: float, eps: np.ndarray,
+                   interval: tuple[float, float] | None = None, iterations: int = 64
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Vectorised :func:`recovery_radius` for many cells at once.
+
+    ``log_D_cells(lam)`` takes an array ``lam`` with one entry per cell and returns
+    ``log D_cell(lam[cell])`` for every cell (e.g. the cells of a grid of schedule
+    masses ``pi``). Each side is solved by bisection in ``u = log |lam - w|`` on
+    ``[log(span) - 60, log(span)]``, ``iterations`` halvings (64 reach float64
+    resolution). Returns ``(radius, censored, side)`` arrays, ``side`` being
+    ``-1`` (left) or ``+1`` (right).
+    """
+    eps = np.asarray(eps, dtype=float)
+    if np.any(~(eps > 0.0)):
+        raise ValueError("eps must be > 0")
+    a, b = mode_weight_interval(w) if interval is None else interval
+    if not a < w < b:
+        raise ValueError(f"w must lie inside the interval ({a}, {b}), got {w!r}")
+    log_eps = np.log(eps)
+    out_r, out_c = [], []
+    for edge in (a, b):
+        span = abs(edge - w)
+        sign = 1.0 if edge > w else -1.0
+        hi = np.full(eps.shape, math.log(span))
+        censored = log_D_cells(np.full(eps.shape, edge)) <= log_eps
+        lo = hi - 60.0
+        if np.any(log_D_cells(w + sign * np.exp(lo)) > log_eps):
+            raise RuntimeError("could not bracket the recovery radius: D does not vanish at w")
+        for _ in range(iterations):
+            mid = 0.5 * (lo + hi)
+            inside = log_D_cells(w + sign * np.exp(mid)) <= log_eps
+            lo = np.where(inside, mid, lo)
+            hi = np.where(inside, hi, mid)
+        r = np.where(censored, span, np.exp(lo))
+        out_r.append(r)
+        out_c.append(censored)
+    right = out_r[1] > out_r[0]
+    radius = np.where(right, out_r[1], out_r[0])
+    cens = np.where(right, out_c[1], out_c[0])
+    return radius, cens, np.where(right, 1, -1)
+
+
+def two_point_radii(law, N: int, m_base: int, s: int, w: float, pis: np.ndarray,
+                    eps: np.ndarray, interval: tuple[float, float] | None = None,
+                    iterations: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """``r(eps)`` for ``mu = (1 - pi) delta_{m_base} + pi delta_s`` at cells ``(pis[i], eps[i])``.
+
+    ``D_mu = (1 - pi) D_{m_base} + pi D_s`` exactly, so each bisection step needs one
+    vectorised engine call per component. Returns ``(radius, censored)``.
+    """
+    from . import exact
+
+    pis = np.asarray(pis, dtype=float)
+    eps = np.asarray(eps, dtype=float)
+    if pis.shape != eps.shape:
+        raise ValueError("pis and eps must have the same shape")
+    if np.any((pis < 0.0) | (pis > 1.0)):
+        raise ValueError("pi must lie in [0, 1]")
+    with np.errstate(divide="ignore"):
+        l_base, l_s = np.log1p(-pis), np.log(pis)
+
+    def cells(lam: np.ndarray) -> np.ndarray:
+        lam = np.clip(lam, np.nextafter(0.0, 1.0), np.nextafter(1.0, 0.0))
+        db = np.asarray(exact.log_masked_discrepancy(law, N, m_base, w, lam), float)
+        ds = np.asarray(exact.log_masked_discrepancy(law, N, s, w, lam), float)
+        return np.logaddexp(l_base + db, l_s + ds)
+
+    r, c, _ = recovery_radii(cells, w, eps, interval, iterations)
+    return r, c
+
+
+def log_elasticity(f: Callable[[float], float], x: float, h: float = 1e-3) -> float:
+    """``d log f / d log x`` at ``x > 0`` by a central difference of step ``h`` in ``log x``.
+
+    Error ``O(h^2)``; used for the local slopes that bound a fitted slope.
+    """
+    if not x > 0.0:
+        raise ValueError(f"x must be > 0, got {x!r}")
+    up, down = f(x * math.exp(h)), f(x * math.exp(-h))
+    return (math.log(up) - math.log(down)) / (2.0 * h)
+
+
+def curvature_richardson(log_D: Callable[[float], float], w: float,
+                         h: float | None = None) -> tuple[float, float]:
+    """Richardson estimate of ``D''(w)`` from ``D(w +- h)`` and ``D(w +- h/2)``.
+
+    As ``D(w) = D'(w) = 0``, ``(D(w+h) + D(w-h)) / h^2 = kappa + O(h^2)``; combining
+    ``h`` and ``h/2`` leaves ``O(h^4)``. Returns ``(kappa, error estimate)``, the
+    estimate being the change that the extrapolation made, ``|k_rich - k_{h/2}|``.
+    """
+    h = 0.01 * min(w, 1.0 - w) if h is None else h
+
+    def k(step: float) -> float:
+        return (math.exp(log_D(w + step)) + math.exp(log_D(w - step))) / step**2
+
+    k_h, k_h2 = k(h), k(h / 2.0)
+    rich = (4.0 * k_h2 - k_h) / 3.0
+    return rich, abs(rich - k_h2)
+
+
+@dataclass(frozen=True)
+class RecoveryGrid:
+    """Recovery on the witness family for ``mu = (1 - pi) delta_{m_base} + pi delta_s``.
+
+    Rows index ``pis``, columns ``eps``. ``e_pi`` and ``e_eps`` are the local slopes
+    ``d log r / d log pi`` and ``d log r / d log eps`` (central differences of the
+    exact radius, step ``h`` in the logarithm; NaN where undefined or censored).
+    ``kappa_theory = U_mu / (w(1-w))^2``; ``kappa_fd`` its finite-difference
+    measurement from ``D_mu`` with error estimate ``kappa_err``.
+    """
+
+    law: object
+    N: int
+    w: float
+    m_base: int
+    s: int
+    pis: np.ndarray
+    eps: np.ndarray
+    radius: np.ndarray
+    censored: np.ndarray
+    e_pi: np.ndarray
+    e_eps: np.ndarray
+    log_U_base: float
+    log_U_s: float
+    kappa_theory: np.ndarray
+    kappa_fd: np.ndarray
+    kappa_err: np.ndarray
+
+    @property
+    def boost_share(self) -> np.ndarray:
+        """``pi U_s / U_mu``: the share of the residual uncertainty carried by the boost."""
+        u_b, u_s = math.exp(self.log_U_base), math.exp(self.log_U_s)
+        return self.pis * u_s / ((1.0 - self.pis) * u_b + self.pis * u_s)
+
+    @property
+    def kappa_elasticity(self) -> np.ndarray:
+        """Exact ``d log kappa / d log pi = pi (U_s - U_base) / U_mu``."""
+        u_b, u_s = math.exp(self.log_U_base), math.exp(self.log_U_s)
+        return self.pis * (u_s - u_b) / ((1.0 - self.pis) * u_b + self.pis * u_s)
+
+
+def recovery_grid(law, N: int, w: float, m_base: int, s: int, pis: Sequence[float],
+                  eps: Sequence[float], h: float = 1e-3) -> RecoveryGrid:
+    """Radii, local slopes and curvatures on a ``pis x eps`` grid (one law, N, w, m_base, s).
+
+    Implements the measurements of {prf:ref}`thm-masked-schedule-recovery`.
+    """
+    from . import exact, schedules
+
+    pis = np.asarray(pis, dtype=float)
+    eps = np.asarray(eps, dtype=float)
+    P, E = np.meshgrid(pis, eps, indexing="ij")
+    P, E = P.ravel(), E.ravel()
+    up, down = math.exp(h), math.exp(-h)
+    cell_pi = np.concatenate([P, np.minimum(P * up, 1.0), P * down, P, P])
+    cell_eps = np.concatenate([E, E, E, E * up, E * down])
+    r, c = two_point_radii(law, N, m_base, s, w, cell_pi, cell_eps)
+    n = P.size
+    blocks = [r[k * n:(k + 1) * n] for k in range(5)]
+    cens = [c[k * n:(k + 1) * n] for k in range(5)]
+    anycens = np.logical_or.reduce(cens)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e_pi = (np.log(blocks[1]) - np.log(blocks[2])) / np.log(np.minimum(P * up, 1.0) / (P * down))
+        e_eps = (np.log(blocks[3]) - np.log(blocks[4])) / (2 * h)
+    e_pi = np.where(anycens | (P == 0.0), np.nan, e_pi)
+    e_eps = np.where(anycens, np.nan, e_eps)
+    shape = (pis.size, eps.size)
+    log_u_b = exact.log_residual_uncertainty(law, N, m_base, w)
+    log_u_s = exact.log_residual_uncertainty(law, N, s, w)
+    u_mu = (1.0 - pis) * math.exp(log_u_b) + pis * math.exp(log_u_s)
+    kappa_th = u_mu / (w * (1.0 - w)) ** 2
+    k_fd, k_err = np.empty(pis.size), np.empty(pis.size)
+    for i, pi in enumerate(pis):
+        sched = schedules.TwoPoint(m_base, s, float(pi))
+        k_fd[i], k_err[i] = curvature_richardson(
+            lambda lam: schedules.log_schedule_discrepancy(law, N, sched, w, lam), w)
+    return RecoveryGrid(law=law, N=N, w=w, m_base=m_base, s=s, pis=pis, eps=eps,
+                        radius=blocks[0].reshape(shape), censored=cens[0].reshape(shape),
+                        e_pi=e_pi.reshape(shape), e_eps=e_eps.reshape(shape),
+                        log_U_base=log_u_b, log_U_s=log_u_s, kappa_theory=kappa_th,
+                        kappa_fd=k_fd, kappa_err=k_err)
+
+
+# --------------------------------------------------------------------------
+# Fits
+# --------------------------------------------------------------------------
+
+
+def ols(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+    """Ordinary least squares ``y = intercept + slope x``; returns ``(slope, intercept)``.
+
+    The slope is a weighted mean of the pairwise secant slopes, with weights
+    ``(x_j - x_i)^2 >= 0``: it lies between the smallest and largest local slope
+    of any continuous, piecewise smooth curve through the points.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.size < 2 or x.size != y.size:
+        raise ValueError(f"x and y must have equal length >= 2, got {x.size} and {y.size}")
+    xc = x - x.mean()
+    sxx = float(xc @ xc)
+    if sxx == 0.0:
+        raise ValueError("x must not be constant")
+    slope = float(xc @ (y - y.mean())) / sxx
+    return slope, float(y.mean() - slope * x.mean())
+
+
+def _ols_perturbation_bound(x: np.ndarray) -> float:
+    """``sum |x - mean| / Sxx``: a perturbation ``|dy_i| <= d`` moves an OLS slope by at most ``d`` times this."""
+    xc = x - x.mean()
+    return float(np.abs(xc).sum() / (xc @ xc))
+
+
+@dataclass(frozen=True)
+class SlopeFit:
+    """A fitted log-log slope, its prediction, and the tolerance the numerics justify.
+
+    ``tol`` = largest distance of the local slope from ``predicted`` over the fitted
+    points (the envelope lemma) plus the bound on what measurement error can add.
+    """
+
+    slope: float
+    predicted: float
+    tol: float
+    n: int
+    x: np.ndarray
+    y: np.ndarray
+
+    @property
+    def deviation(self) -> float:
+        """``|slope - predicted| / tol``: at most 1 when the claim holds."""
+        return abs(self.slope - self.predicted) / self.tol
+
+
+def fit_kappa_vs_pi(grid: RecoveryGrid, min_share: float = 10.0 / 11.0) -> SlopeFit | None:
+    """Slope of ``log kappa_fd`` against ``log pi`` where the boost carries ``>= min_share``
+    of ``U_mu`` (predicted ``+1``). ``None`` with fewer than three such ``pi``."""
+    sel = (grid.pis > 0) & (grid.boost_share >= min_share)
+    if sel.sum() < 3:
+        return None
+    x, y = np.log(grid.pis[sel]), np.log(grid.kappa_fd[sel])
+    slope, _ = ols(x, y)
+    env = float(np.max(np.abs(grid.kappa_elasticity[sel] - 1.0)))
+    meas = float(np.max(grid.kappa_err[sel] / grid.kappa_fd[sel])) * _ols_perturbation_bound(x)
+    return SlopeFit(slope, 1.0, env + meas + 1e-12, int(sel.sum()), x, y)
+
+
+def _radius_mask(grid: RecoveryGrid, r_max: float) -> np.ndarray:
+    return (~grid.censored) & (grid.radius <= r_max)
+
+
+def fit_radius_vs_pi(grid: RecoveryGrid, j: int, r_max: float,
+                     min_share: float = 10.0 / 11.0) -> SlopeFit | None:
+    """Slope of ``log r`` against ``log pi`` at ``eps = grid.eps[j]`` (predicted ``-1/2``),
+    over uncensored, boost-dominated cells with ``r <= r_max``."""
+    sel = (grid.pis > 0) & (grid.boost_share >= min_share) & _radius_mask(grid, r_max)[:, j]
+    sel &= np.isfinite(grid.e_pi[:, j])
+    if sel.sum() < 3:
+        return None
+    x, y = np.log(grid.pis[sel]), np.log(grid.radius[sel, j])
+    slope, _ = ols(x, y)
+    env = float(np.max(np.abs(grid.e_pi[sel, j] + 0.5)))
+    return SlopeFit(slope, -0.5, env + 1e-6, int(sel.sum()), x, y)
+
+
+def fit_radius_vs_eps(grid: RecoveryGrid, i: int, r_max: float) -> SlopeFit | None:
+    """Slope of ``log r`` against ``log eps`` at ``pi = grid.pis[i]`` (predicted ``+1/2``),
+    over uncensored cells with ``r <= r_max``."""
+    sel = _radius_mask(grid, r_max)[i] & np.isfinite(grid.e_eps[i])
+    if sel.sum() < 3:
+        return None
+    x, y = np.log(grid.eps[sel]), np.log(grid.radius[i, sel])
+    slope, _ = ols(x, y)
+    env = float(np.max(np.abs(grid.e_eps[i, sel] - 0.5)))
+    return SlopeFit(slope, 0.5, env + 1e-6, int(sel.sum()), x, y)
+
+
+def pair_slopes(x: Sequence[float], y: Sequence[float]) -> np.ndarray:
+    """Slopes between consecutive points, ``(y[k+1] - y[k]) / (x[k+1] - x[k])``."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    return np.diff(y) / np.diff(x)
+
+
+def law_from_spec(spec) -> object:
+    """``("P", theta)`` gives ``ProductLaw(theta)``, ``("C", beta)`` ``CurieWeissLaw(beta)``."""
+    from .laws import CurieWeissLaw, ProductLaw
+
+    kind, param = spec
+    if kind == "P":
+        return ProductLaw(float(param))
+    if kind == "C":
+        return CurieWeissLaw(float(param))
+    raise ValueError(f"law spec must be ('P', theta) or ('C', beta), got {spec!r}")
+
+
+def grid_fits(grid: RecoveryGrid, r_max: float | None = None,
+              min_share: float = 10.0 / 11.0) -> dict[str, list[SlopeFit]]:
+    """Every slope fit of one grid: ``kappa_pi`` (+1), ``r_pi`` (-1/2, one per eps),
+    ``r_eps`` (+1/2, one per pi). ``r_max`` defaults to ``min(w, 1-w) / 10``."""
+    r_max = min(grid.w, 1.0 - grid.w) / 10.0 if r_max is None else r_max
+    fk = fit_kappa_vs_pi(grid, min_share)
+    out = {"kappa_pi": [fk] if fk else [],
+           "r_pi": [f for j in range(grid.eps.size) if (f := fit_radius_vs_pi(grid, j, r_max, min_share))],
+           "r_eps": [f for i in range(grid.pis.size) if (f := fit_radius_vs_eps(grid, i, r_max))]}
+    return out
+
+
+# --------------------------------------------------------------------------
+# Arbitrary joint laws on {-1, +1}^N by enumeration
+# --------------------------------------------------------------------------
+
+
+def binary_kl(a: float, b: float) -> float:
+    """``kl(a || b)`` between Bernoulli laws, exact (``0 log 0 = 0``)."""
+    if not (0.0 <= a <= 1.0 and 0.0 < b < 1.0):
+        raise ValueError(f"need a in [0, 1] and b in (0, 1), got a={a!r}, b={b!r}")
+    out = 0.0
+    if a > 0.0:
+        out += a * math.log(a / b)
+    if a < 1.0:
+        out += (1.0 - a) * math.log((1.0 - a) / (1.0 - b))
+    return max(out, 0.0)
+
+
+def total_variation(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``TV(p, q) = 1/2 sum |p - q|`` over the last axes of ``q`` (batched over leading ones)."""
+    p = np.asarray(p, dtype=float)
+    q = np.asarray(q, dtype=float)
+    diff = np.abs(q - p).reshape(q.shape[: q.ndim - p.ndim] + (-1,))
+    return 0.5 * diff.sum(axis=-1)
+
+
+def _rho_term(ratio: np.ndarray) -> np.ndarray:
+    """``rho - 1 - log rho >= 0``, accurate for ``rho`` near 1."""
+    d = np.log(ratio)
+    return np.expm1(d) - d
+
+
+def kl_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``KL(p || q)`` as ``sum_x p (rho - 1 - log rho)``, ``rho = q/p`` (non-negative terms).
+
+    Requires ``p > 0`` and ``q > 0`` everywhere; batched over leading axes of ``q``.
+    """
+    p = np.asarray(p, dtype=float)
+    q = np.asarray(q, dtype=float)
+    terms = p * _rho_term(q / p)
+    return terms.reshape(q.shape[: q.ndim - p.ndim] + (-1,)).sum(axis=-1)
+
+
+def _as_cube(p: np.ndarray, N: int) -> np.ndarray:
+    p = np.asarray(p, dtype=float)
+    if p.shape[-1] == 2**N and p.ndim >= 1 and p.shape[-1] != 2:
+        p = p.reshape(p.shape[:-1] + (2,) * N)
+    if p.shape[p.ndim - N:] != (2,) * N:
+        raise ValueError(f"laws must have 2**N = {2**N} states (last axis or (2,)*N), got {p.shape}")
+    return p
+
+
+def masked_discrepancy_all(p: np.ndarray, q: np.ndarray, N: int, m: int) -> np.ndarray:
+    """``D_m(p || q) = E_{|V| = m} E_{x_V ~ p} KL(p(. | x_V) || q(. | x_V))``, exact.
+
+    ``V`` is uniform over the ``C(N, m)`` visible sets of size ``m``. Each term is
+    evaluated as ``sum_x p(x) (rho - 1 - log rho)`` with
+    ``rho = q(x_M | x_V) / p(x_M | x_V)``; these summands are non-negative, so the
+    result is accurate even when ``D`` is far smaller than ``KL(p || q)``.
+    ``p`` has ``2**N`` strictly positive states; ``q`` may carry leading batch axes.
+    Equals ``KL(p || q) - E_V KL(p_V || q_V)`` (chain rule).
+    """
+    if N < 1:
+        raise ValueError(f"N must be >= 1, got {N}")
+    if not 0 <= m <= N:
+        raise ValueError(f"m must lie in [0, {N}], got {m}")
+    pc = _as_cube(p, N)
+    qc = _as_cube(q, N)
+    if np.any(pc <= 0) or np.any(qc <= 0):
+        raise ValueError("p and q must be strictly positive on every state")
+    lead = qc.ndim - N
+    total = np.zeros(qc.shape[:lead])
+    subsets = list(itertools.combinations(range(N), m))
+    for V in subsets:
+        masked = tuple(i for i in range(N) if i not in V)
+        if masked:
+            pv = pc.sum(axis=masked, keepdims=True)
+            qv = qc.sum(axis=tuple(lead + i for i in masked), keepdims=True)
+            ratio = (qc / qv) / (pc / pv)
+        else:  # everything visible: the conditional is a point mass, nothing to predict
+            ratio = np.ones_like(qc)
+        terms = pc * _rho_term(ratio)
+        total = total + terms.reshape(qc.shape[:lead] + (-1,)).sum(axis=-1)
+    return total / len(subsets)
+
+
+def excess_masked_risk(p: np.ndarray, q: np.ndarray, N: int, schedule) -> np.ndarray:
+    """``eps(q) = R_mu(q) - R_mu(p) = sum_m mu(m) D_m(p || q)`` for arbitrary joint ``q``.
+
+    ``schedule`` is a :class:`blindspots.masked.schedules.Schedule`.
+    """
+    ms, wt = schedule.support(N)
+    return sum(float(mass) * masked_discrepancy_all(p, q, N, int(m)) for m, mass in zip(ms, wt))
+
+
+def random_joint_laws(p: np.ndarray, mode: np.ndarray, rng: np.random.Generator, n: int,
+                      noise: tuple[float, float], tilt: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``n`` joint laws ``q ∝ p exp(a tau(x) + sigma g(x))`` near ``p``.
+
+    ``tau = mode`` (+1 / -1, the mode of each state), ``a ~ U[-tilt, tilt]`` moves mass
+    between the modes (the witness direction), ``g`` is i.i.d. standard normal over
+    states and ``sigma`` is log-uniform on ``noise = (sigma_min, sigma_max)``: a
+    generic perturbation inside and across the modes. Returns ``(q, a, sigma)``
+    with ``q`` of shape ``(n, 2**N)``.
+    """
+    p = np.asarray(p, dtype=float).ravel()
+    mode = np.asarray(mode, dtype=float).ravel()
+    if p.shape != mode.shape:
+        raise ValueError("p and mode must have the same number of states")
+    lo, hi = noise
+    if not 0.0 < lo <= hi:
+        raise ValueError(f"noise must satisfy 0 < sigma_min <= sigma_max, got {noise!r}")
+    if tilt < 0.0:
+        raise ValueError(f"tilt must be >= 0, got {tilt!r}")
+    a = rng.uniform(-tilt, tilt, size=n)
+    sigma = np.exp(rng.uniform(math.log(lo), math.log(hi), size=n))
+    g = rng.standard_normal((n, p.size))
+    logq = np.log(p)[None, :] + a[:, None] * mode[None, :] + sigma[:, None] * g
+    logq -= logsumexp(logq, axis=1, keepdims=True)
+    return np.exp(logq), a, sigma
+
+
+@dataclass(frozen=True)
+class CoercivityDraws:
+    """Random joint laws ``q`` near ``p`` and the two terms of their excess masked risk.
+
+    For ``mu = (1 - pi0) delta_{m_base} + pi0 delta_0`` the excess risk is
+    ``eps = pi0 KL(p || q) + (1 - pi0) D_{m_base}(p || q)`` (linear in ``pi0``), so
+    one enumeration serves every ``pi0``.
+    """
+
+    N: int
+    w: float
+    m_base: int
+    tv: np.ndarray
+    kl: np.ndarray
+    d_base: np.ndarray
+    tilt: np.ndarray
+    sigma: np.ndarray
+
+    def excess_risk(self, pi0: float) -> np.ndarray:
+        return pi0 * self.kl + (1.0 - pi0) * self.d_base
+
+    def bound_ratio(self, pi0: float) -> np.ndarray:
+        """``TV / sqrt(eps / (2 pi0))``: at most 1 by {prf:ref}`thm-masked-full-mask-coercivity`."""
+        return self.tv / coercivity_radius(self.excess_risk(pi0), pi0)
+
+
+def coercivity_draws(law, N: int, w: float, m_base: int, n: int, rng: np.random.Generator,
+                     noise: tuple[float, float], tilt: float) -> CoercivityDraws:
+    """Draw ``n`` laws with :func:`random_joint_laws` around ``p = w p^+ + (1-w) p^-``
+    (enumerated with :mod:`blindspots.masked.enumeration`) and evaluate TV, KL and
+    ``D_{m_base}`` for each."""
+    from . import enumeration
+
+    p = enumeration.mixture_table(law, N, w)
+    mode = np.sign(enumeration.states(N).sum(axis=1))
+    q, a, sigma = random_joint_laws(p, mode, rng, n, noise, tilt)
+    return CoercivityDraws(N=N, w=w, m_base=m_base, tv=total_variation(p, q),
+                           kl=masked_discrepancy_all(p, q, N, 0),
+                           d_base=masked_discrepancy_all(p, q, N, m_base), tilt=a, sigma=sigma)
+
+
+def coercivity_radius(eps, pi0: float):
+    """``sqrt(eps / (2 pi0))``: the TV radius that full-mask mass ``pi0`` guarantees."""
+    if not pi0 > 0.0:
+        raise ValueError(f"pi0 must be > 0, got {pi0!r}")
+    return np.sqrt(np.asarray(eps, dtype=float) / (2.0 * pi0))
+
+
+# --------------------------------------------------------------------------
+# Approximate tensorization
+# --------------------------------------------------------------------------
+
+
+def log_tensorization_lower_bound(law, N: int, schedule, w: float,
+                                  lams: Iterable[float]) -> tuple[float, float]:
+    """``max_lam [log kl(lam || w) - log D_mu(q_lam || p)]`` over ``lams``, and its argmax.
+
+    ``D_mu(q_lam || p)`` is the schedule's masked discrepancy with true weight ``lam``
+    and model weight ``w``; ``KL(q_lam || p) = kl(lam || w)`` because the modes have
+    disjoint supports. Implements {prf:ref}`thm-masked-tensorization-lower-bound`.
+    """
+    from . import schedules
+
+    best, arg = -math.inf, math.nan
+    for lam in lams:
+        lam = float(lam)
+        if lam == w:
+            continue
+        val = math.log(binary_kl(lam, w)) - schedules.log_schedule_discrepancy(law, N, schedule, lam, w)
+        if val > best:
+            best, arg = val, lam
+    return best, arg
+
+
+def log_tensorization_limit_bound(log_u_mu: float, w: float) -> float:
+    """``log [w (1 - w) / U_mu]``: the lower bound in the limit ``lam -> w``."""
+    return math.log(w * (1.0 - w)) - log_u_mu
