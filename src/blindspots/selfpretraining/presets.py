@@ -1,1 +1,34 @@
-PRESETS: dict = {}
+"""Sizes of the Part II chapters at each scale (smoke: seconds, book: minutes on 2 cores, full: GPU)."""
+
+_MODEL = {"d_model": 32, "n_heads": 2, "n_layers": 1, "max_len": 128, "length": 100}
+
+_TRAIN = {"batch_size": 32, "lr": 3e-3, "mlm_prob": 0.5, "local_k": 2}
+
+PRESETS: dict = {
+    "selfpretraining/01_gradient_blindness": {
+        "smoke": {**_MODEL, "n_instances": 40, "n_model_seeds": 2, "grad_batch": 8, "band_k": 1,
+                  "warmup_steps": 10, "init_scales": [0.01, 0.1, 1.0], "scale_batch": 8, **_TRAIN},
+        "book": {**_MODEL, "n_instances": 500, "n_model_seeds": 5, "grad_batch": 64, "band_k": 1,
+                 "warmup_steps": 300, "init_scales": [0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0],
+                 "scale_batch": 32, **_TRAIN},
+        "full": {**_MODEL, "n_instances": 5000, "n_model_seeds": 20, "grad_batch": 256, "band_k": 1,
+                 "warmup_steps": 2000, "init_scales": [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0],
+                 "scale_batch": 128, **_TRAIN},
+    },
+    "selfpretraining/02_training_mechanism": {
+        "smoke": {**_MODEL, **_TRAIN, "n_train": 256, "n_test": 200, "seeds": 1, "spt_steps": 20,
+                  "label_steps": 20, "eval_every": 10, "n_maps": 16},
+        "book": {**_MODEL, **_TRAIN, "n_train": 4000, "n_test": 1000, "seeds": 3, "spt_steps": 800,
+                 "label_steps": 600, "eval_every": 50, "n_maps": 100},
+        "full": {**_MODEL, **_TRAIN, "n_train": 20000, "n_test": 5000, "seeds": 10, "spt_steps": 5000,
+                 "label_steps": 3000, "eval_every": 100, "n_maps": 500},
+    },
+    "selfpretraining/03_ablations": {
+        "smoke": {**_MODEL, **_TRAIN, "n_train": 128, "n_test": 200, "seeds": 1, "spt_epochs": [0, 1, 2],
+                  "label_steps": 10, "depths": [1, 2], "depth_seeds": 1},
+        "book": {**_MODEL, **_TRAIN, "n_train": 512, "n_test": 1000, "seeds": 2,
+                 "spt_epochs": [0, 1, 10, 50], "label_steps": 400, "depths": [1, 2, 4], "depth_seeds": 1},
+        "full": {**_MODEL, **_TRAIN, "n_train": 4000, "n_test": 5000, "seeds": 5,
+                 "spt_epochs": [0, 1, 10, 50], "label_steps": 3000, "depths": [1, 2, 4], "depth_seeds": 5},
+    },
+}

@@ -1,0 +1,240 @@
+"""Gradients with respect to attention scores: the theorem's abstraction and the full model.
+
+The abstraction of {prf:ref}`thm-sp-gradient-blindness`: one attention layer
+``A = softmax(S)`` applied to fixed values ``V`` (``n x d``), read out linearly per
+position. The label loss reads the mean of the outputs, the reconstruction
+loss reads the outputs at the masked positions. At ``S = 0`` the label
+gradient is ``1 c^T`` with ``c = (u - mean(u)) / n^2`` and ``u = V g``
+(:func:`label_gradient_closed_form`); its component along any matrix with
+constant column sums is zero. The reconstruction gradient is
+``(R - R 1 1^T / n) / n`` with ``R_ij = r_i . v_j``
+(:func:`reconstruction_gradient_closed_form`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .masking import masked_reconstruction_loss
+
+
+# ----------------------------------------------------------------------------- directions
+def centre_rows_and_columns(m: torch.Tensor) -> torch.Tensor:
+    """``(I - J/n) M (I - J/n)`` on the last two dimensions (both sums removed)."""
+    m = m - m.mean(-1, keepdim=True)
+    return m - m.mean(-2, keepdim=True)
+
+
+def band_direction(n: int, k: int = 1, *, dtype=torch.float64, device=None) -> torch.Tensor:
+    """Unit-norm, double-centred band ``1[|i - j| <= k]``: the proximity direction.
+
+    Its row sums vanish (softmax ignores row constants) and its column sums vanish,
+    so it lies in the subspace that {prf:ref}`thm-sp-gradient-blindness` shows the
+    mean-pooled label gradient cannot reach at uniform attention.
+    """
+    if k < 0 or k >= n:
+        raise ValueError(f"k must lie in [0, {n - 1}], got {k}")
+    i = torch.arange(n, device=device)
+    band = ((i[:, None] - i[None, :]).abs() <= k).to(dtype)
+    d = centre_rows_and_columns(band)
+    return d / d.norm()
+
+
+def row_shared_part(g: torch.Tensor) -> torch.Tensor:
+    """The part of ``g`` whose rows are all equal, ``1 mean_rows(g)^T`` (last two dims)."""
+    return g.mean(-2, keepdim=True).expand_as(g)
+
+
+def row_shared_fraction(g: torch.Tensor) -> float:
+    """Energy fraction ``||1 gbar^T||^2 / ||g||^2`` summed over all leading dimensions.
+
+    1 for a gradient of the theorem's form ``1 c^T``; ``1/n`` for a single nonzero row.
+    """
+    g = g.double()
+    total = (g ** 2).sum()
+    return float((row_shared_part(g) ** 2).sum() / total)
+
+
+def relational_norm_ratio(g: torch.Tensor) -> float:
+    """``||g - 1 gbar^T|| / ||g||``: the relative size of the query-dependent part."""
+    g = g.double()
+    return float((g - row_shared_part(g)).norm() / g.norm())
+
+
+def direction_cosine(g: torch.Tensor, direction: torch.Tensor) -> float:
+    """Cosine between ``g`` (summed over leading dims) and an ``(n, n)`` direction.
+
+    ``g`` is first summed over batch and heads: the score update that one step
+    of gradient descent makes on average, as a matrix over (query, key).
+    """
+    g = g.double().reshape(-1, *g.shape[-2:]).sum(0)
+    d = direction.double().to(g.device)
+    return float((g * d).sum() / (g.norm() * d.norm()))
+
+
+def per_matrix_projection(g: torch.Tensor, direction: torch.Tensor) -> torch.Tensor:
+    """``<g_b, D> / ||g_b||`` for every matrix ``g_b`` in the leading dimensions."""
+    g = g.double().reshape(-1, *g.shape[-2:])
+    d = direction.double().to(g.device)
+    return (g * d).sum((-1, -2)) / g.norm(dim=(-1, -2))
+
+
+# ----------------------------------------------------------------------------- abstraction
+@dataclass
+class Abstraction:
+    """One random float64 instance of the theorem's abstraction."""
+
+    values: torch.Tensor  # (n, d): V, the values of the (masked) input
+    label_readout: torch.Tensor  # (C, d)
+    label: int
+    recon_readout: torch.Tensor  # (K, d)
+    targets: torch.Tensor  # (n,) token ids in [0, K)
+    masked: torch.Tensor  # (n,) bool, at least one True
+
+    @property
+    def n(self) -> int:
+        return self.values.shape[0]
+
+
+def random_abstraction(rng: np.random.Generator, *, n_range=(4, 64), d_range=(2, 16),
+                       classes_range=(2, 6), vocab_range=(3, 12), scale_range=(0.1, 3.0),
+                       mask_prob: float = 0.5) -> Abstraction:
+    """Random widths, lengths, readouts and values (float64), for the exact checks."""
+    n = int(rng.integers(n_range[0], n_range[1] + 1))
+    d = int(rng.integers(d_range[0], d_range[1] + 1))
+    c = int(rng.integers(classes_range[0], classes_range[1] + 1))
+    k = int(rng.integers(vocab_range[0], vocab_range[1] + 1))
+    scale = float(rng.uniform(*scale_range))
+    masked = rng.random(n) < mask_prob
+    masked[rng.integers(n)] = True
+    t = lambda a: torch.tensor(a, dtype=torch.float64)
+    return Abstraction(values=t(scale * rng.standard_normal((n, d))),
+                       label_readout=t(rng.standard_normal((c, d))), label=int(rng.integers(c)),
+                       recon_readout=t(rng.standard_normal((k, d))),
+                       targets=torch.tensor(rng.integers(0, k, n)), masked=torch.tensor(masked))
+
+
+def abstraction_losses(inst: Abstraction, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean-pooled label loss, masked reconstruction loss) at scores ``S``."""
+    h = torch.softmax(scores, dim=-1) @ inst.values  # (n, d)
+    z = inst.label_readout @ h.mean(0)
+    label = F.cross_entropy(z[None], torch.tensor([inst.label]))
+    logits = h[inst.masked] @ inst.recon_readout.T
+    recon = F.cross_entropy(logits, inst.targets[inst.masked])
+    return label, recon
+
+
+def abstraction_score_gradients(inst: Abstraction) -> tuple[torch.Tensor, torch.Tensor]:
+    """Autograd gradients of both losses with respect to ``S`` at ``S = 0`` (uniform attention)."""
+    out = []
+    for which in range(2):
+        s = torch.zeros(inst.n, inst.n, dtype=torch.float64, requires_grad=True)
+        loss = abstraction_losses(inst, s)[which]
+        (g,) = torch.autograd.grad(loss, s)
+        out.append(g)
+    return out[0], out[1]
+
+
+def label_gradient_closed_form(inst: Abstraction) -> torch.Tensor:
+    """``1 c^T`` with ``c = (u - mean u) / n^2``, ``u = V W^T (softmax(z) - e_y)``."""
+    n = inst.n
+    vbar = inst.values.mean(0)
+    z = inst.label_readout @ vbar
+    g = inst.label_readout.T @ (torch.softmax(z, 0) - F.one_hot(torch.tensor(inst.label), z.shape[0]).double())
+    u = inst.values @ g
+    c = (u - u.mean()) / n ** 2
+    return torch.ones(n, 1, dtype=torch.float64) @ c[None]
+
+
+def reconstruction_gradient_closed_form(inst: Abstraction) -> torch.Tensor:
+    """``(R - R 1 1^T / n) / n`` with ``R_ij = r_i . v_j``, ``r_i = W^T (pi - e_{x_i}) / |M|`` on masked ``i``."""
+    n = inst.n
+    vbar = inst.values.mean(0)
+    k = inst.recon_readout.shape[0]
+    pi = torch.softmax(inst.recon_readout @ vbar, 0)
+    err = pi[None] - F.one_hot(inst.targets, k).double()  # (n, K)
+    err = err * inst.masked[:, None].double() / inst.masked.sum()
+    r = err @ inst.recon_readout  # (n, d)
+    big_r = r @ inst.values.T
+    return (big_r - big_r.mean(1, keepdim=True)) / n
+
+
+# ----------------------------------------------------------------------------- full model
+def label_loss(model, tokens: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(model.classify(tokens), labels)
+
+
+def score_gradients(model, loss_fn) -> list[torch.Tensor]:
+    """Gradient of ``loss_fn()`` with respect to every layer's scores ``(B, H, n, n)``.
+
+    Reads the scores through forward hooks on ``attn.score_hook``; with
+    ``model.set_uniform(True)`` this is the gradient at uniform attention.
+    """
+    store: list[torch.Tensor] = []
+
+    def hook(_module, _inp, out):
+        out.retain_grad()
+        store.append(out)
+
+    handles = [a.score_hook.register_forward_hook(hook) for a in model.attentions]
+    try:
+        model.zero_grad(set_to_none=True)
+        loss = loss_fn()
+        loss.backward()
+    finally:
+        for h in handles:
+            h.remove()
+    model.zero_grad(set_to_none=True)
+    return [s.grad.detach() for s in store]
+
+
+def label_score_gradients(model, tokens, labels) -> list[torch.Tensor]:
+    """:func:`score_gradients` of the label loss."""
+    return score_gradients(model, lambda: label_loss(model, tokens, labels))
+
+
+def reconstruction_score_gradients(model, tokens, *, mask_id: int, generator: torch.Generator,
+                                   mlm_prob: float = 0.5, pad_id: int | None = None) -> list[torch.Tensor]:
+    """:func:`score_gradients` of the masked reconstruction loss."""
+    return score_gradients(model, lambda: masked_reconstruction_loss(
+        model, tokens, mask_id=mask_id, mlm_prob=mlm_prob, pad_id=pad_id, generator=generator))
+
+
+def qk_step_score_change(model, loss_fn, layer: int = 0) -> torch.Tensor:
+    """First-order change of layer ``layer``'s scores under one gradient step on ``W_Q, W_K``.
+
+    The scores are bilinear in (W_Q, b_Q) and (W_K, b_K), so the change per unit
+    step along minus the gradient is exactly ``-(Q_G K^T + Q K_G^T) / sqrt(d_h)``,
+    where ``Q_G`` (``K_G``) applies the gradient of the query (key) projection to the
+    same layer input. Returns ``(B, H, n, n)``.
+    """
+    attn = model.attentions[layer]
+    seen: dict[str, torch.Tensor] = {}
+    handle = attn.register_forward_pre_hook(lambda _m, args: seen.__setitem__("x", args[0].detach()))
+    try:
+        model.zero_grad(set_to_none=True)
+        loss_fn().backward()
+    finally:
+        handle.remove()
+    x = seen["x"]
+    q = attn._split(attn.q_proj(x)).detach()
+    k = attn._split(attn.k_proj(x)).detach()
+    qg = attn._split(F.linear(x, attn.q_proj.weight.grad, attn.q_proj.bias.grad))
+    kg = attn._split(F.linear(x, attn.k_proj.weight.grad, attn.k_proj.bias.grad))
+    model.zero_grad(set_to_none=True)
+    return -(qg @ k.transpose(-1, -2) + q @ kg.transpose(-1, -2)) / attn.d_head ** 0.5
+
+
+def qk_gradient_norm(model, loss_fn, layer: int = 0) -> float:
+    """``sqrt(||dL/dW_Q||^2 + ||dL/dW_K||^2)`` at layer ``layer`` (weights only)."""
+    attn = model.attentions[layer]
+    model.zero_grad(set_to_none=True)
+    loss_fn().backward()
+    out = float(torch.sqrt(attn.q_proj.weight.grad.double().pow(2).sum()
+                           + attn.k_proj.weight.grad.double().pow(2).sum()))
+    model.zero_grad(set_to_none=True)
+    return out
