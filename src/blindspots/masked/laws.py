@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln
 
-__all__ = ["ProductLaw", "CurieWeissLaw", "Law", "check_N", "check_m", "check_unit",
+__all__ = ["ProductLaw", "CurieWeissLaw", "Law", "make_law", "check_N", "check_m", "check_unit",
            "log_binom", "curie_weiss_magnetisation"]
 
 
@@ -178,3 +178,12 @@ class CurieWeissLaw(Law):
 
     def label(self) -> str:
         return f"Law C, β={self.beta:g}"
+
+
+def make_law(kind: str, param: float) -> Law:
+    """``("P", theta)`` -> :class:`ProductLaw`, ``("C", beta)`` -> :class:`CurieWeissLaw`."""
+    if kind == "P":
+        return ProductLaw(param)
+    if kind == "C":
+        return CurieWeissLaw(param)
+    raise ValueError(f"kind must be 'P' (product) or 'C' (Curie-Weiss), got {kind!r}")
