@@ -44,3 +44,41 @@ PRESETS["masked/05_tensorization"] = {
         "uniform_ratio": True,
     },
 }
+
+# Chapter 1: masked prediction as a family of conditional problems (pilot).
+PRESETS["masked/01_setup"] = {
+    "smoke": {"laws": [["P", 0.6], ["C", 1.5]], "N_enum": [5, 7], "N_allsets": 5, "w": [0.5, 0.9],
+              "lam": [0.05, 0.3, 0.6, 0.95], "N_fig": 7, "N_mono": [127], "mp_dps": 40},
+    "book": {"laws": [["P", 0.6], ["P", 0.8], ["C", 1.5], ["C", 0.5]], "N_enum": [5, 7, 9, 11],
+             "N_allsets": 7, "w": [0.5, 0.9], "lam": [0.02, 0.1, 0.3, 0.45, 0.6, 0.8, 0.88, 0.95, 0.99],
+             "N_fig": 11, "N_mono": [127, 1023], "mp_dps": 40},
+    "full": {"laws": [["P", 0.6], ["P", 0.8], ["C", 1.5], ["C", 0.5]], "N_enum": [5, 7, 9, 11, 13],
+             "N_allsets": 9, "w": [0.5, 0.9], "lam": [0.02, 0.1, 0.3, 0.45, 0.6, 0.8, 0.88, 0.95, 0.99],
+             "N_fig": 13, "N_mono": [127, 1023, 16383], "mp_dps": 40},
+}
+
+# Chapter 2: mode blindness.
+PRESETS["masked/02_mode_blindness"] = {
+    "smoke": {"N": [127, 255], "w": [0.5, 0.9], "theta": [0.6, 0.8], "beta": [1.5, 0.5],
+              "n_lambda": 21, "m_points": 40, "fit_window": [0.125, 0.5], "small_s": [0, 1, 2, 4],
+              "fraction": 0.5, "rate_tol": 0.05},
+    "book": {"N": [127, 255, 511, 1023], "w": [0.5, 0.9], "theta": [0.6, 0.8], "beta": [1.5, 0.5],
+             "n_lambda": 201, "m_points": 128, "fit_window": [0.125, 0.5], "small_s": [0, 1, 2, 4],
+             "fraction": 0.5, "rate_tol": 0.05},
+    "full": {"N": [127, 255, 511, 1023, 4095, 16383, 65535], "w": [0.5, 0.9], "theta": [0.6, 0.8],
+             "beta": [1.5, 0.5], "n_lambda": 201, "m_points": 128, "fit_window": [0.125, 0.5],
+             "small_s": [0, 1, 2, 4], "fraction": 0.5, "rate_tol": 0.05},
+}
+
+# Chapter 3: information decomposition and sensitivity.
+PRESETS["masked/03_information_decomposition"] = {
+    "smoke": {"laws": [["P", 0.6], ["C", 1.5]], "N": [127], "w": [0.5, 0.9], "n_lambda": 21,
+              "m_points": 8, "mp_N": 63, "mp_m": [0, 9, 31], "mp_dps": 50, "fd_h": 1e-5, "N_enum": 7},
+    "book": {"laws": [["P", 0.6], ["P", 0.8], ["C", 1.5], ["C", 0.5]], "N": [127, 255, 511, 1023],
+             "w": [0.5, 0.9], "n_lambda": 201, "m_points": 24, "mp_N": 127, "mp_m": [0, 5, 31, 63, 100],
+             "mp_dps": 50, "fd_h": 1e-5, "N_enum": 11},
+    "full": {"laws": [["P", 0.6], ["P", 0.8], ["C", 1.5], ["C", 0.5]],
+             "N": [127, 255, 511, 1023, 4095, 16383, 65535], "w": [0.5, 0.9], "n_lambda": 201,
+             "m_points": 24, "mp_N": 255, "mp_m": [0, 5, 31, 63, 127, 200], "mp_dps": 60, "fd_h": 1e-5,
+             "N_enum": 13},
+}
