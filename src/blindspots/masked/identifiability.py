@@ -64,6 +64,9 @@ __all__ = [
     "coercivity_draws",
     "log_tensorization_lower_bound",
     "log_tensorization_limit_bound",
+    "visible_overlap_rate",
+    "TensorizationRow",
+    "tensorization_row",
 ]
 
 
@@ -661,3 +664,79 @@ def log_tensorization_lower_bound(law, N: int, schedule, w: float,
 def log_tensorization_limit_bound(log_u_mu: float, w: float) -> float:
     """``log [w (1 - w) / U_mu]``: the lower bound in the limit ``lam -> w``."""
     return math.log(w * (1.0 - w)) - log_u_mu
+
+
+def _binary_entropy_spin(z: np.ndarray) -> np.ndarray:
+    """Entropy per spin of magnetisation ``z``: ``-[(1+z)/2 log((1+z)/2) + (1-z)/2 log((1-z)/2)]``."""
+    z = np.asarray(z, dtype=float)
+    a, b = (1.0 + z) / 2.0, (1.0 - z) / 2.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = -(np.where(a > 0, a * np.log(a), 0.0) + np.where(b > 0, b * np.log(b), 0.0))
+    return out
+
+
+def visible_overlap_rate(law, rho: float, grid: int = 200_001) -> float:
+    """Predicted exponential rate, per coordinate of ``N``, of ``U_{N, rho N}``.
+
+    * Law P: ``rho * (-1/2) log(1 - theta^2)`` (Bhattacharyya coefficient of the two
+      coordinate laws, one factor per visible coordinate).
+    * Law C: ``phi(m*) - max_{z in [0,1]} [beta (1-rho)^2 z^2 / 2 + rho log 2 + (1-rho) h(z)]``
+      with ``phi(m) = beta m^2/2 + h(m)``: the Laplace-principle cost, under the ``+``
+      mode, of a balanced visible block (visible magnetisation 0) while the hidden
+      block keeps magnetisation ``z``. It equals the barrier ``phi(m*) - log 2`` once
+      the optimum is ``z = 0`` (``rho >= 1/2`` at ``beta = 1.5``).
+
+    Used for {prf:ref}`thm-masked-tensorization-lower-bound`; law C's rate is derived
+    in chapter 5, not in the paper.
+    """
+    from .laws import CurieWeissLaw, ProductLaw
+
+    if not 0.0 <= rho <= 1.0:
+        raise ValueError(f"rho must lie in [0, 1], got {rho!r}")
+    if isinstance(law, ProductLaw):
+        return -0.5 * rho * math.log1p(-law.theta**2)
+    if isinstance(law, CurieWeissLaw):
+        ms = law.m_star
+        phi_star = law.beta * ms**2 / 2.0 + float(_binary_entropy_spin(ms))
+        z = np.linspace(0.0, 1.0, grid)
+        inner = law.beta * (1.0 - rho) ** 2 * z**2 / 2.0 + rho * math.log(2.0) + (1.0 - rho) * _binary_entropy_spin(z)
+        return float(phi_star - inner.max())
+    raise ValueError(f"law must be a ProductLaw or CurieWeissLaw, got {law!r}")
+
+
+@dataclass(frozen=True)
+class TensorizationRow:
+    """Lower bounds on ``log C_AT`` for one schedule at one ``N``.
+
+    ``log_c`` = max of the witness-grid bound and the ``lam -> w`` limit bound
+    (both valid lower bounds); ``log_c_limit`` the limit alone; ``m`` the bulk
+    visible size; ``pi0`` the full-mask mass (``log C_AT <= -log pi0`` when positive).
+    """
+
+    N: int
+    m: int
+    pi0: float
+    log_c: float
+    log_c_limit: float
+    lam_star: float
+
+
+def tensorization_row(law, N: int, schedule, w: float, lams: Sequence[float] | None) -> TensorizationRow:
+    """Evaluate the bounds of {prf:ref}`thm-masked-tensorization-lower-bound` for one schedule.
+
+    ``lams=None`` skips the witness grid (for schedules with support on every ``m``,
+    where the limit bound alone is cheap).
+    """
+    from . import schedules
+
+    log_u = schedules.log_schedule_residual_uncertainty(law, N, schedule, w)
+    limit = log_tensorization_limit_bound(log_u, w)
+    best, arg = (limit, w)
+    if lams is not None:
+        grid_best, grid_arg = log_tensorization_lower_bound(law, N, schedule, w, lams)
+        if grid_best > best:
+            best, arg = grid_best, grid_arg
+    ms, wt = schedule.support(N)
+    return TensorizationRow(N=N, m=int(ms.max()), pi0=schedules.full_mask_mass(schedule, N),
+                            log_c=float(best), log_c_limit=float(limit), lam_star=float(arg))
+

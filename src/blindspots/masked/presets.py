@@ -31,7 +31,7 @@ PRESETS["masked/04_schedules"] = {
 # Chapter 5: approximate tensorization.
 PRESETS["masked/05_tensorization"] = {
     "smoke": {
-        "laws": [["P", 0.6]], "N": [63, 127, 255], "w": [0.5], "rho": [0.5], "pi0": [1e-2],
+        "laws": [["P", 0.6]], "N": [63, 127, 255, 511], "w": [0.5], "rho": [0.5], "pi0": [1e-2],
         "n_lambda": 9, "uniform_ratio": False,
     },
     "book": {
