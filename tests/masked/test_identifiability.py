@@ -232,7 +232,5 @@ def test_bad_inputs_name_the_parameter():
         ident.masked_discrepancy_all(np.ones(8) / 8, np.ones(8) / 8, 3, 4)
     with pytest.raises(ValueError, match="rho"):
         ident.visible_overlap_rate(LAW_P, 1.5)
-    with pytest.raises(ValueError, match="law spec"):
-        ident.law_from_spec(("X", 1.0))
     with pytest.raises(ValueError, match="noise"):
         ident.random_joint_laws(np.ones(4) / 4, np.ones(4), np.random.default_rng(0), 2, (0.0, 1.0), 1.0)

@@ -47,7 +47,6 @@ __all__ = [
     "fit_kappa_vs_pi",
     "fit_radius_vs_pi",
     "fit_radius_vs_eps",
-    "law_from_spec",
     "grid_fits",
     "log_elasticity",
     "curvature_richardson",
@@ -442,18 +441,6 @@ def pair_slopes(x: Sequence[float], y: Sequence[float]) -> np.ndarray:
     return np.diff(y) / np.diff(x)
 
 
-def law_from_spec(spec) -> object:
-    """``("P", theta)`` gives ``ProductLaw(theta)``, ``("C", beta)`` ``CurieWeissLaw(beta)``."""
-    from .laws import CurieWeissLaw, ProductLaw
-
-    kind, param = spec
-    if kind == "P":
-        return ProductLaw(float(param))
-    if kind == "C":
-        return CurieWeissLaw(float(param))
-    raise ValueError(f"law spec must be ('P', theta) or ('C', beta), got {spec!r}")
-
-
 def grid_fits(grid: RecoveryGrid, r_max: float | None = None,
               min_share: float = 10.0 / 11.0) -> dict[str, list[SlopeFit]]:
     """Every slope fit of one grid: ``kappa_pi`` (+1), ``r_pi`` (-1/2, one per eps),
@@ -686,8 +673,9 @@ def visible_overlap_rate(law, rho: float, grid: int = 200_001) -> float:
       block keeps magnetisation ``z``. It equals the barrier ``phi(m*) - log 2`` once
       the optimum is ``z = 0`` (``rho >= 1/2`` at ``beta = 1.5``).
 
-    Used for {prf:ref}`thm-masked-tensorization-lower-bound`; law C's rate is derived
-    in chapter 5, not in the paper.
+    Used for {prf:ref}`cor-masked-at-exponential`; for ``rho >= 1 - 1/beta`` law C's
+    rate is the barrier of {prf:ref}`prop-masked-cw-barrier`, the rest is derived in
+    chapter 5, not in the paper.
     """
     from .laws import CurieWeissLaw, ProductLaw
 
