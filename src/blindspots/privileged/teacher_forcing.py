@@ -1,0 +1,166 @@
+"""Annealed teacher forcing of generator PI, in the exact Gaussian setting.
+
+Implements the demonstration of {prf:ref}`thm-pi-no-leakage`. PIQL
+{cite}`ding2026piql` passes the generator program to its model through a prefix
+embedding; at test time the program is unknown, so a student network predicts the
+embedding from the context. During training the model sees the mixture
+
+    x_g = (1 - alpha) * student(D) + alpha * teacher(G),
+
+with ``alpha`` annealed (:func:`teacher_forcing_weight`): 1 for the first 10 % of
+training, a cosine decay to 0 at 40 %, then 0. Here the teacher embedding of
+``G = (mu, sigma^2)`` is ``(mu_j, log sigma_j)`` per coordinate, the student is a
+mean-pooling set network of the labelled context, and the head maps
+``[x, x_g]`` to the anomaly logit. The whole model is a function of ``(x, D)`` at
+test time, so its risk is at least ``R_D``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from .theory import GaussianAnomalyPrior, sample_generators, sample_points
+
+WARMUP_END: float = 0.10
+DECAY_END: float = 0.40
+
+
+def teacher_forcing_weight(progress: float, warmup_end: float = WARMUP_END, decay_end: float = DECAY_END) -> float:
+    """PIQL's annealed weight ``alpha`` at training ``progress`` in [0, 1].
+
+    ``alpha = 1`` for ``progress <= warmup_end``; ``alpha = (1 + cos(pi u)) / 2`` with
+    ``u = (progress - warmup_end) / (decay_end - warmup_end)`` up to ``decay_end``; 0 after.
+    """
+    progress = float(progress)
+    if not 0.0 <= progress <= 1.0 or math.isnan(progress):
+        raise ValueError(f"progress must lie in [0, 1], got {progress!r}")
+    if not 0.0 <= warmup_end < decay_end <= 1.0:
+        raise ValueError(f"warmup_end and decay_end must satisfy 0 <= warmup_end < decay_end <= 1, "
+                         f"got {warmup_end!r}, {decay_end!r}")
+    if progress <= warmup_end:
+        return 1.0
+    if progress >= decay_end:
+        return 0.0
+    u = (progress - warmup_end) / (decay_end - warmup_end)
+    return 0.5 * (1.0 + math.cos(math.pi * u))
+
+
+def mix_embeddings(student: torch.Tensor, teacher: torch.Tensor, alpha: float) -> torch.Tensor:
+    """``x_g = (1 - alpha) * student + alpha * teacher``, with ``alpha`` in [0, 1]."""
+    if not 0.0 <= float(alpha) <= 1.0:
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha!r}")
+    return (1.0 - alpha) * student + alpha * teacher
+
+
+def generator_embedding(mu: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """The teacher's embedding of ``G``: ``(mu_1..mu_d, log sigma_1..log sigma_d)``."""
+    return np.concatenate([mu, 0.5 * np.log(var)], axis=-1)
+
+
+def _mlp(sizes, device) -> nn.Sequential:
+    layers = []
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        layers.append(nn.Linear(a, b, device=device))
+        if i < len(sizes) - 2:
+            layers.append(nn.GELU())
+    return nn.Sequential(*layers)
+
+
+class PrivilegedDetector(nn.Module):
+    """Student (set network ``D -> g_hat``) and head (``[x, x_g] -> logit``)."""
+
+    def __init__(self, d: int, hidden: int, device, generator: torch.Generator):
+        super().__init__()
+        if not isinstance(d, int) or d < 1:
+            raise ValueError(f"d must be an integer >= 1, got {d!r}")
+        if not isinstance(hidden, int) or hidden < 1:
+            raise ValueError(f"hidden must be an integer >= 1, got {hidden!r}")
+        self.d = d
+        self.point = _mlp([d + 1, hidden, hidden], device)
+        self.pool = _mlp([hidden, hidden, 2 * d], device)
+        self.head = _mlp([3 * d, hidden, hidden, 1], device)
+        with torch.no_grad():  # PyTorch's default Linear init, drawn from an explicit generator
+            for m in self.modules():
+                if isinstance(m, nn.Linear):
+                    bound = 1.0 / math.sqrt(m.in_features)
+                    m.weight.uniform_(-bound, bound, generator=generator)
+                    m.bias.uniform_(-bound, bound, generator=generator)
+
+    def student(self, cx: torch.Tensor, cy: torch.Tensor) -> torch.Tensor:
+        """Predicted generator embedding from the labelled context ``(tasks, n, d)``, ``(tasks, n)``."""
+        h = self.point(torch.cat([cx, cy[..., None]], dim=-1)).mean(dim=1)
+        return self.pool(h)
+
+    def logit(self, x: torch.Tensor, xg: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.cat([x, xg], dim=-1))[:, 0]
+
+    def forward(self, cx, cy, x):
+        return self.logit(x, self.student(cx, cy))
+
+
+def sample_batch(prior: GaussianAnomalyPrior, tasks: int, n: int, rng: np.random.Generator) -> dict:
+    """Tasks with a labelled context of ``n`` points, one query, and the true generator."""
+    mu, var = sample_generators(prior, tasks, rng)
+    x, y = sample_points(prior, mu, var, n + 1, rng)
+    return {"mu": mu, "var": var, "cx": x[:, :n], "cy": y[:, :n], "x": x[:, n], "y": y[:, n],
+            "g": generator_embedding(mu, var)}
+
+
+def to_torch(batch: dict, device) -> dict:
+    return {k: torch.as_tensor(v, dtype=torch.float32, device=device) for k, v in batch.items()}
+
+
+@torch.no_grad()
+def label_logprobs(model: PrivilegedDetector, batch: dict, device, chunk: int = 20_000) -> np.ndarray:
+    """``log q(y | x, D)`` of a trained model (student embedding, ``alpha = 0``), shape ``(tasks, 2)``."""
+    out = []
+    for i in range(0, len(batch["x"]), chunk):
+        part = to_torch({k: batch[k][i:i + chunk] for k in ("cx", "cy", "x")}, device)
+        z = model(part["cx"], part["cy"], part["x"]).double()
+        out.append(torch.stack([-nn.functional.softplus(z), -nn.functional.softplus(-z)], dim=-1).cpu().numpy())
+    return np.concatenate(out)
+
+
+def train(prior: GaussianAnomalyPrior, n: int, *, steps: int, batch: int, hidden: int, lr: float,
+          teacher_forcing: bool, embed_weight: float, rng: np.random.Generator,
+          generator: torch.Generator, device, checkpoints=(), on_checkpoint=None) -> PrivilegedDetector:
+    """Train one detector on fresh tasks at every step.
+
+    With ``teacher_forcing`` the head sees ``x_g = (1 - alpha) g_hat + alpha g`` under PIQL's
+    schedule and the student also regresses the teacher embedding (weight ``embed_weight``);
+    without it (the scratch model) ``alpha = 0`` and there is no embedding loss.
+    ``on_checkpoint(step, model)`` is called after each step listed in ``checkpoints``.
+    """
+    for name, v in (("n", n), ("steps", steps), ("batch", batch)):
+        if not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    if not lr > 0:
+        raise ValueError(f"lr must be > 0, got {lr!r}")
+    if not embed_weight >= 0:
+        raise ValueError(f"embed_weight must be >= 0, got {embed_weight!r}")
+    model = PrivilegedDetector(prior.d, hidden, device, generator)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    checkpoints = set(int(c) for c in checkpoints)
+    for step in range(steps):
+        alpha = teacher_forcing_weight(step / steps) if teacher_forcing else 0.0
+        b = to_torch(sample_batch(prior, batch, n, rng), device)
+        g_hat = model.student(b["cx"], b["cy"])
+        xg = mix_embeddings(g_hat, b["g"], alpha)
+        loss = nn.functional.binary_cross_entropy_with_logits(model.logit(b["x"], xg), b["y"])
+        if teacher_forcing and embed_weight > 0:
+            loss = loss + embed_weight * ((g_hat - b["g"]) ** 2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        if step + 1 in checkpoints and on_checkpoint is not None:
+            model.eval()
+            on_checkpoint(step + 1, model)
+            model.train()
+    model.eval()
+    return model

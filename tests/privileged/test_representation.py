@@ -1,0 +1,76 @@
+"""Laws, exact Bayes predictor and convex fit of the representation-gap experiment."""
+
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy.special import expit
+
+from blindspots.privileged import representation as rp
+
+
+@pytest.mark.parametrize("shape", rp.SHAPES)
+@pytest.mark.parametrize("var", [1.0, 2.5])
+def test_laws_are_normalised_with_the_stated_variance(shape, var):
+    dens = lambda x: np.exp(rp.log_density(shape, var, x))
+    assert integrate.quad(dens, -np.inf, np.inf)[0] == pytest.approx(1.0, abs=1e-9)
+    assert integrate.quad(lambda x: x * x * dens(x), -np.inf, np.inf)[0] == pytest.approx(var, rel=1e-8)
+
+
+@pytest.mark.parametrize("shape", rp.SHAPES)
+def test_sampler_matches_the_density(shape):
+    task = rp.TwoShapeTask(shapes=(shape, shape))
+    draws = rp.sample_tasks(task, 200_000, 1, np.random.default_rng(0))["context"][:, 0]
+    # second moment of the contaminated law: (1 - pi) + pi * kappa
+    expect = 1 - task.anomaly_rate + task.anomaly_rate * task.inflation
+    assert np.mean(draws ** 2) == pytest.approx(expect, abs=5 * np.std(draws ** 2) / np.sqrt(len(draws)))
+
+
+def test_bayes_predictor_equals_direct_product_formula():
+    task = rp.TwoShapeTask()
+    rng = np.random.default_rng(1)
+    s = rp.sample_tasks(task, 4, 6, rng)
+    lp = rp.label_logprobs_given_context(task, s["context"], s["x"])
+
+    def mix(k, x):
+        v = task.variances[k]
+        sh = task.shapes[k]
+        return ((1 - task.anomaly_rate) * np.exp(rp.log_density(sh, v, x))
+                + task.anomaly_rate * np.exp(rp.log_density(sh, task.inflation * v, x)))
+
+    for t in range(4):
+        ws = np.array([np.prod(mix(k, s["context"][t])) for k in (0, 1)])
+        ws /= ws.sum()
+        pa = sum(ws[k] * task.anomaly_rate * np.exp(rp.log_density(task.shapes[k], task.inflation * task.variances[k], s["x"][t]))
+                 for k in (0, 1))
+        px = sum(ws[k] * mix(k, s["x"][t]) for k in (0, 1))
+        assert np.exp(lp[t, 1]) == pytest.approx(pa / px, rel=1e-10)
+
+
+def test_fit_read_out_recovers_a_logistic_model():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(200_000, 3))
+    w = np.array([1.0, -2.0, 0.5])
+    y = (rng.random(len(X)) < expit(0.3 + X @ w)).astype(float)
+    pred = rp.fit_read_out(X, y)
+    z = pred(X)[:, 1] - pred(X)[:, 0]
+    np.testing.assert_allclose(z, 0.3 + X @ w, atol=0.05)
+
+
+def test_design_has_the_bilinear_size():
+    ctx = np.random.default_rng(3).normal(size=(5, 20))
+    assert rp.design(ctx, ctx[:, 0]).shape == (5, 4 * 3 - 1)
+    assert rp.design(ctx, ctx[:, 0], with_meta=True).shape == (5, 4 * 12 - 1)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"shapes": ("gauss", "cauchy")}, "shapes"), ({"variances": (1.0, 0.0)}, "variances"),
+    ({"anomaly_rate": 0.0}, "anomaly_rate"), ({"inflation": 0.5}, "inflation"),
+])
+def test_bad_task_raises_naming_the_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        rp.TwoShapeTask(**kwargs)
+
+
+def test_bad_context_feature_raises():
+    with pytest.raises(ValueError, match="psi"):
+        rp.context_summary(np.zeros((2, 3)), psi=("x3",))
