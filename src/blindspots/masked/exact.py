@@ -292,6 +292,14 @@ def _logit(u):
     return np.log(u) - np.log1p(-u)
 
 
+def _logit_shift(lam, w):
+    """``logit lam - logit w = log1p((lam - w) / (w (1 - lam)))``: accurate when ``lam`` is near ``w``
+    (``lam - w`` is exact there), where the plain difference of logits loses digits."""
+    lam = np.asarray(lam, dtype=float)
+    w = np.asarray(w, dtype=float)
+    return np.log1p((lam - w) / (w * (1.0 - lam)))
+
+
 def posterior_table(law: Law, N: int, m: int, w: float, method: str = "auto") -> PosteriorTable:
     """Log-probabilities of each visible magnetisation and the mode posterior.
 
@@ -310,8 +318,11 @@ def posterior_table(law: Law, N: int, m: int, w: float, method: str = "auto") ->
     lC = _log_binom_row(N, m)
     with np.errstate(invalid="ignore"):
         ell = (lw - l1w) + lh - lhm
-    return PosteriorTable(N=N, m=m, w=w, r=(2 * a - m)[keep], log_prob=(lC + lmix)[keep],
-                          logit=ell[keep])
+    log_prob = (lC + lmix)[keep]
+    # The classes sum to 1 exactly; renormalising removes the round-off of log Z
+    # (about eps * |log Z|, i.e. 1e-13 relative at N = 1023 for Curie-Weiss).
+    log_prob = log_prob - _lse(log_prob)
+    return PosteriorTable(N=N, m=m, w=w, r=(2 * a - m)[keep], log_prob=log_prob, logit=ell[keep])
 
 
 # --------------------------------------------------------------------------
@@ -352,6 +363,14 @@ def _log_g_direct(e: np.ndarray, d: np.ndarray) -> np.ndarray:
     b = np.exp(lb)
     A = np.logaddexp(lb[:, None], l1b[:, None] - d[None, :])
     B = np.logaddexp(l1b[:, None], lb[:, None] + d[None, :])
+    # where the arguments are moderate, log1p(x expm1(+-d)) avoids the cancellation
+    # inside log-sum-exp (max + log1p(...) of opposite signs)
+    with np.errstate(over="ignore", invalid="ignore"):
+        xa = np.exp(l1b)[:, None] * np.expm1(-d)[None, :]
+        xb = b[:, None] * np.expm1(d)[None, :]
+    sa, sb = np.abs(xa) <= 0.5, np.abs(xb) <= 0.5
+    A[sa] = np.log1p(xa[sa])
+    B[sb] = np.log1p(xb[sb])
     A /= np.exp(l1b)[:, None]
     tiny = b <= 1e-250                       # B / beta -> expm1(d) as beta -> 0
     B /= np.where(tiny, 1.0, b)[:, None]
@@ -403,7 +422,7 @@ def log_binary_kl(w, lam):
     lam = check_unit("lam", lam)
     wb, lb = np.broadcast_arrays(np.asarray(w, float), np.asarray(lam, float))
     ell = _logit(wb.ravel())
-    dl = _logit(lb.ravel()) - ell
+    dl = _logit_shift(lb.ravel(), wb.ravel())
     out = np.empty(ell.size)
     for i in range(ell.size):
         if dl[i] == 0.0:
@@ -421,7 +440,7 @@ def log_binary_kl(w, lam):
 
 def _log_D_from_table(tab: PosteriorTable, lam: np.ndarray, prune: bool) -> np.ndarray:
     lam = np.atleast_1d(np.asarray(lam, dtype=float))
-    delta = _logit(lam) - float(_logit(tab.w))
+    delta = _logit_shift(lam, tab.w)
     out = np.full(lam.shape, -np.inf)
     ls = tab.log_s
     base = tab.log_prob + ls
