@@ -14,7 +14,7 @@ PRESETS: dict = {
     "privileged/01_privileged_gap": {
         "smoke": {"prior": _PRIOR, "ns": _GAP_NS, "gap_tasks": 20_000, "slope_n_min": 100,
                   "asymptotic_samples": 200_000, "z": 3.0, "chunk": 20_000,
-                  "rep": _REP, "rep_ns": [50, 400], "rep_fit_tasks": 4_000, "rep_test_tasks": 4_000},
+                  "rep": _REP, "rep_ns": [50, 200], "rep_fit_tasks": 10_000, "rep_test_tasks": 10_000},
         "book": {"prior": _PRIOR, "ns": _GAP_NS, "gap_tasks": 400_000, "slope_n_min": 100,
                  "asymptotic_samples": 4_000_000, "z": 3.0, "chunk": 50_000,
                  "rep": _REP, "rep_ns": [50, 400], "rep_fit_tasks": 60_000, "rep_test_tasks": 60_000},

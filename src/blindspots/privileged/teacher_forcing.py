@@ -115,12 +115,19 @@ def to_torch(batch: dict, device) -> dict:
 
 
 @torch.no_grad()
-def label_logprobs(model: PrivilegedDetector, batch: dict, device, chunk: int = 20_000) -> np.ndarray:
-    """``log q(y | x, D)`` of a trained model (student embedding, ``alpha = 0``), shape ``(tasks, 2)``."""
+def label_logprobs(model: PrivilegedDetector, batch: dict, device, chunk: int = 20_000,
+                   alpha: float = 0.0) -> np.ndarray:
+    """``log q(y | x, D)`` of a trained model, shape ``(tasks, 2)``.
+
+    ``alpha = 0`` (the default) is the deployable model: the head sees the student's
+    embedding only. ``alpha = 1`` feeds the teacher embedding of the true generator,
+    which is available at training time only.
+    """
     out = []
     for i in range(0, len(batch["x"]), chunk):
-        part = to_torch({k: batch[k][i:i + chunk] for k in ("cx", "cy", "x")}, device)
-        z = model(part["cx"], part["cy"], part["x"]).double()
+        part = to_torch({k: batch[k][i:i + chunk] for k in ("cx", "cy", "x", "g")}, device)
+        xg = mix_embeddings(model.student(part["cx"], part["cy"]), part["g"], alpha)
+        z = model.logit(part["x"], xg).double()
         out.append(torch.stack([-nn.functional.softplus(z), -nn.functional.softplus(-z)], dim=-1).cpu().numpy())
     return np.concatenate(out)
 
