@@ -61,3 +61,20 @@ def test_freeze_attention_stops_exactly_the_attention_weights():
     frozen = freeze_attention(model)
     assert set(frozen) == expected(["attn.q_proj", "attn.k_proj", "attn.v_proj", "attn.out_proj"])
     assert {n for n, p in model.named_parameters() if not p.requires_grad} == set(frozen)
+
+
+def test_pretrain_checkpoints_store_the_weights_after_each_step_count():
+    from blindspots.selfpretraining import train
+    from blindspots.selfpretraining.tasks import MASK
+
+    torch.manual_seed(0)
+    model = Encoder(CFG)
+    x = torch.randint(0, 5, (16, 12), generator=torch.Generator().manual_seed(0))
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    saved = {}
+    train.pretrain(model, x, steps=3, batch_size=4, lr=1e-2, mask_id=MASK, generator=torch.Generator().manual_seed(1),
+                   checkpoints=(0, 2, 3), saved=saved, progress=False)
+    assert sorted(saved) == [0, 2, 3]
+    assert all(torch.equal(saved[0][k], start[k]) for k in start)
+    assert all(torch.equal(saved[3][k], v) for k, v in model.state_dict().items())
+    assert not torch.equal(saved[2]["blocks.0.attn.q_proj.weight"], saved[3]["blocks.0.attn.q_proj.weight"])

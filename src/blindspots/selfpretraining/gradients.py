@@ -29,17 +29,21 @@ def centre_rows_and_columns(m: torch.Tensor) -> torch.Tensor:
     return m - m.mean(-2, keepdim=True)
 
 
-def band_direction(n: int, k: int = 1, *, dtype=torch.float64, device=None) -> torch.Tensor:
-    """Unit-norm, double-centred band ``1[|i - j| <= k]``: the proximity direction.
+def band_direction(n: int, k: int = 1, *, include_self: bool = False, dtype=torch.float64,
+                   device=None) -> torch.Tensor:
+    """Unit-norm, double-centred band ``1[1 <= |i - j| <= k]``: the proximity direction.
+
+    The neighbours only (``include_self=True`` adds the diagonal ``i = j``).
 
     Its row sums vanish (softmax ignores row constants) and its column sums vanish,
     so it lies in the subspace that {prf:ref}`thm-sp-gradient-blindness` shows the
     mean-pooled label gradient cannot reach at uniform attention.
     """
-    if k < 0 or k >= n:
-        raise ValueError(f"k must lie in [0, {n - 1}], got {k}")
+    if not 1 <= k < n:
+        raise ValueError(f"k must lie in [1, {n - 1}], got {k}")
     i = torch.arange(n, device=device)
-    band = ((i[:, None] - i[None, :]).abs() <= k).to(dtype)
+    dist = (i[:, None] - i[None, :]).abs()
+    band = ((dist <= k) & (dist >= (0 if include_self else 1))).to(dtype)
     d = centre_rows_and_columns(band)
     return d / d.norm()
 
@@ -238,3 +242,13 @@ def qk_gradient_norm(model, loss_fn, layer: int = 0) -> float:
                            + attn.k_proj.weight.grad.double().pow(2).sum()))
     model.zero_grad(set_to_none=True)
     return out
+
+
+def head_cosines(g: torch.Tensor, direction: torch.Tensor) -> np.ndarray:
+    """:func:`direction_cosine` for each head of a ``(B, H, n, n)`` gradient (summed over the batch)."""
+    return np.array([direction_cosine(g[:, h], direction) for h in range(g.shape[1])])
+
+
+def loglog_slope(x, y) -> float:
+    """Least-squares slope of ``log y`` against ``log x``."""
+    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])

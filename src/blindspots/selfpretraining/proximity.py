@@ -79,3 +79,25 @@ def mean_attention_by_offset(probs: torch.Tensor, max_offset: int) -> torch.Tens
     for d in range(-max_offset, max_offset + 1):
         out.append(torch.diagonal(p, offset=d).mean())
     return torch.stack(out)
+
+
+@torch.no_grad()
+def attention_snapshot(model, tokens: torch.Tensor, layer: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scores and probabilities ``(B, H, n, n)`` of one layer on ``tokens`` (eval mode, on the CPU)."""
+    was = model.training
+    model.eval()
+    attn = model.attentions[layer]
+    old = attn.record
+    attn.record = True
+    model.classify(tokens)
+    scores, probs = attn.last_scores.detach().cpu(), attn.last_probs.detach().cpu()
+    attn.record = old
+    attn.last_scores = attn.last_probs = None
+    model.train(was)
+    return scores, probs
+
+
+def proximity_summary(model, tokens: torch.Tensor, k: int, layer: int = 0) -> dict[str, float]:
+    """Local mass within ``|i - j| <= k`` and the Toeplitz score of one layer, averaged over heads."""
+    scores, probs = attention_snapshot(model, tokens, layer)
+    return {"local_mass": local_mass(probs, k), "toeplitz": toeplitz_score(scores)}

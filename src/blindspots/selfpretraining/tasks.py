@@ -103,3 +103,11 @@ def reverse(tokens: np.ndarray) -> np.ndarray:
 def token_counts(tokens: np.ndarray, vocab_size: int = VOCAB_SIZE) -> np.ndarray:
     """Bag-of-tokens features ``(n, vocab_size)``: how often each token occurs."""
     return np.stack([(tokens == v).sum(1) for v in range(vocab_size)], axis=1).astype(np.float64)
+
+
+def labels_from_clean_tokens(tokens: np.ndarray) -> np.ndarray:
+    """The label of noise-free walks, read from the tokens: more +1 than -1 steps (mod 4)."""
+    if (tokens >= N_STATES).any():
+        raise ValueError("tokens must be noise-free walk states in [0, 3]")
+    steps = (np.diff(tokens, axis=1) + 1) % N_STATES - 1  # in {-1, 0, +1, 2}; 2 cannot occur
+    return ((steps == 1).sum(1) > (steps == -1).sum(1)).astype(np.int64)

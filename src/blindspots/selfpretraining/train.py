@@ -49,8 +49,23 @@ def _batch(n: int, batch_size: int, generator: torch.Generator, device) -> torch
 def pretrain(model, tokens: torch.Tensor, *, steps: int, batch_size: int, lr: float,
              mask_id: int, generator: torch.Generator, mlm_prob: float = 0.5,
              pad_id: int | None = None, weight_decay: float = 0.0, desc: str = "SPT",
-             progress: bool = True) -> list[float]:
-    """Self-pretraining: ``steps`` Adam steps on the masked reconstruction loss. Returns the losses."""
+             progress: bool = True, checkpoints=(), saved: dict | None = None) -> list[float]:
+    """Self-pretraining: ``steps`` Adam steps on the masked reconstruction loss. Returns the losses.
+
+    For every step count ``c`` in ``checkpoints`` (0 included), a copy of the
+    state dict after ``c`` steps is stored in ``saved[c]``.
+    """
+    if checkpoints and saved is None:
+        raise ValueError("saved must be a dict when checkpoints are asked for")
+    bad = [c for c in checkpoints if not 0 <= c <= steps]
+    if bad:
+        raise ValueError(f"checkpoints must lie in [0, steps={steps}], got {bad}")
+
+    def keep(count: int) -> None:
+        if count in checkpoints:
+            saved[count] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    keep(0)
     model.train()
     opt = _optimizer(model, lr, weight_decay)
     losses = []
@@ -64,6 +79,7 @@ def pretrain(model, tokens: torch.Tensor, *, steps: int, batch_size: int, lr: fl
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         losses.append(float(loss.detach()) if step % 10 == 0 or step == steps - 1 else losses[-1])
+        keep(step + 1)
         if step % 50 == 0:
             bar.set_postfix_str(f"loss {losses[-1]:.3f}", refresh=False)
     bar.close()
@@ -127,3 +143,23 @@ def bag_of_tokens_accuracy(train_counts: np.ndarray, train_labels: np.ndarray,
     clf = LogisticRegression(max_iter=2000)
     clf.fit((train_counts - mean) / std, train_labels)
     return float(clf.score((test_counts - mean) / std, test_labels))
+
+
+def build_model(config, seed: int, device, *, attention: bool = True):
+    """A freshly initialised :class:`~.model.Encoder` (or the no-attention baseline).
+
+    The initial weights are drawn on the CPU from ``seed`` (the global torch state
+    is saved and restored), then moved to ``device``: the same seed gives the same
+    model on every device.
+    """
+    from .model import Encoder, NoAttentionEncoder
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = (Encoder if attention else NoAttentionEncoder)(config)
+    return model.to(device)
+
+
+def to_device(*arrays: np.ndarray, device) -> tuple[torch.Tensor, ...]:
+    """Numpy arrays as tensors on ``device``."""
+    return tuple(torch.as_tensor(a).to(device) for a in arrays)

@@ -19,6 +19,7 @@ GROUPS: dict[str, re.Pattern] = {
     "qk": re.compile(r"^blocks\.\d+\.attn\.(q_proj|k_proj)\.(weight|bias)$"),
     "attention": re.compile(r"^blocks\.\d+\.attn\.(q_proj|k_proj|v_proj|out_proj)\.(weight|bias)$"),
     "mlp": re.compile(r"^blocks\.\d+\.mlp\.\d+\.(weight|bias)$"),
+    "embeddings": re.compile(r"^tok_emb\.weight$"),
 }
 
 
@@ -45,12 +46,15 @@ def finetune_init(target: nn.Module, source: nn.Module) -> list[str]:
     return _copy(target, source, lambda name: not name.startswith(HEAD_PREFIX))
 
 
-def hybrid_init(target: nn.Module, source: nn.Module, group: str) -> list[str]:
-    """Copy only the tensors of ``group`` (``"qk"``, ``"attention"`` or ``"mlp"``); return their names."""
-    if group not in GROUPS:
-        raise ValueError(f"group must be one of {tuple(GROUPS)}, got {group!r}")
-    pattern = GROUPS[group]
-    return _copy(target, source, lambda name: bool(pattern.match(name)))
+def hybrid_init(target: nn.Module, source: nn.Module, group: str | tuple[str, ...]) -> list[str]:
+    """Copy only the tensors of ``group`` (``"qk"``, ``"attention"``, ``"mlp"``, ``"embeddings"``,
+    or a tuple of these); return their names."""
+    groups = (group,) if isinstance(group, str) else tuple(group)
+    for g in groups:
+        if g not in GROUPS:
+            raise ValueError(f"group must be one of {tuple(GROUPS)}, got {g!r}")
+    patterns = [GROUPS[g] for g in groups]
+    return _copy(target, source, lambda name: any(p.match(name) for p in patterns))
 
 
 def freeze_attention(model: nn.Module, *, qk_only: bool = False) -> list[str]:
