@@ -53,7 +53,7 @@ def test_hybrid_init_copies_exactly_its_group(group, parts):
 def test_unknown_group_raises():
     source, target = pair()
     with pytest.raises(ValueError, match="group must be one of"):
-        hybrid_init(target, source, "embeddings")
+        hybrid_init(target, source, "layernorm")
 
 
 def test_freeze_attention_stops_exactly_the_attention_weights():
