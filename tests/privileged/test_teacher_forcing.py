@@ -62,3 +62,26 @@ def test_train_rejects_bad_sizes():
     with pytest.raises(ValueError, match="steps"):
         tf.train(GaussianAnomalyPrior(), 4, steps=0, batch=8, hidden=8, lr=1e-2, teacher_forcing=False,
                  embed_weight=0.0, rng=np.random.default_rng(0), generator=torch.Generator(), device="cpu")
+
+
+def test_training_restores_the_thread_setting():
+    before = torch.get_num_threads()
+    g = torch.Generator()
+    g.manual_seed(0)
+    tf.train(GaussianAnomalyPrior(), 3, steps=2, batch=4, hidden=4, lr=1e-2, teacher_forcing=False,
+             embed_weight=0.0, rng=np.random.default_rng(0), generator=g, device="cpu")
+    assert torch.get_num_threads() == before
+
+
+def test_program_input_uses_the_teacher_embedding():
+    prior = GaussianAnomalyPrior()
+    g = torch.Generator()
+    g.manual_seed(1)
+    m = tf.train(prior, 4, steps=3, batch=8, hidden=8, lr=1e-2, teacher_forcing=True, embed_weight=1.0,
+                 rng=np.random.default_rng(1), generator=g, device="cpu")
+    batch = tf.sample_batch(prior, 5, 4, np.random.default_rng(2))
+    with torch.no_grad():
+        t = tf.to_torch(batch, "cpu")
+        z = m.logit(t["x"], t["g"]).double().numpy()
+    lp = tf.label_logprobs(m, batch, "cpu", alpha=1.0)
+    np.testing.assert_allclose(lp[:, 1] - lp[:, 0], z, rtol=1e-6, atol=1e-6)
