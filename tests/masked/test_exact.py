@@ -154,3 +154,19 @@ def test_posterior_table_is_normalised_and_symmetric():
     tab = exact.posterior_table(CurieWeissLaw(1.5), 255, 100, 0.5)
     assert abs(np.exp(tab.log_prob).sum() - 1) < 1e-12
     np.testing.assert_allclose(tab.logit, -tab.logit[::-1], atol=1e-9)
+
+
+def test_binary_kl_kernel_matches_mpmath_across_branches():
+    """kl / (beta (1 - beta)) on both sides of the series/log-sum-exp switch, beta near 0, 1/2, 1."""
+    mp.mp.dps = 50
+    rng = np.random.default_rng(7)
+    ell = np.concatenate([rng.uniform(-40, 40, 40), rng.uniform(-0.5, 0.5, 40)])
+    delta = np.concatenate([np.sign(rng.uniform(-1, 1, 60)) * 10 ** rng.uniform(-6, 1.3, 60),
+                            [0.0999, 0.1, 0.1001, -0.0999, -0.1001]])
+    got = np.exp(exact._log_g(ell, delta))
+    for i, l in enumerate(ell):
+        b = 1 / (1 + mp.e ** (-mp.mpf(l)))
+        for j, d in enumerate(delta):
+            g = 1 / (1 + mp.e ** (-(mp.mpf(l) + mp.mpf(d))))
+            ref = (b * mp.log(b / g) + (1 - b) * mp.log((1 - b) / (1 - g))) / (b * (1 - b))
+            assert abs(got[i, j] / float(ref) - 1) < 1e-13, (l, d)
