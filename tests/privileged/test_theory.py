@@ -144,3 +144,14 @@ def test_bad_grid_raises():
         th.information_gap_curve(prior, np.array([1, 2]), 0, np.random.default_rng(0))
     with pytest.raises(ValueError, match="n_min"):
         th.fit_loglog_slope([1, 2], [1.0, 0.5], np.eye(2), 5)
+
+
+@pytest.mark.parametrize("d", [1, 3])
+def test_asymptotic_constant_is_below_its_linear_bound_and_ignores_hyperparameters(d):
+    a = th.GaussianAnomalyPrior(d=d)
+    b = th.GaussianAnomalyPrior(d=d, m0=2.0, k0=0.1, a0=5.0, b0=0.3)
+    ca, _ = th.asymptotic_gap_constant(a, 20_000, np.random.default_rng(0))
+    cb, _ = th.asymptotic_gap_constant(b, 20_000, np.random.default_rng(0))
+    assert ca == cb
+    assert 0 < ca <= th.asymptotic_gap_bound(a)
+    assert th.asymptotic_gap_bound(a) == pytest.approx(d * th.asymptotic_gap_bound(th.GaussianAnomalyPrior(d=1)))

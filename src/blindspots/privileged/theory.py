@@ -376,3 +376,21 @@ def fit_two_term(ns, means, cov, n_min: int):
     A = L * ns[sel][None, :]
     V = A @ np.asarray(cov)[np.ix_(sel, sel)] @ A.T
     return float(coef[0]), float(np.sqrt(max(V[0, 0], 0.0))), float(coef[1]), float(np.sqrt(max(V[1, 1], 0.0)))
+
+
+def asymptotic_gap_bound(prior: GaussianAnomalyPrior) -> float:
+    """A closed-form bound ``C <= c_1 d`` on the constant of :func:`asymptotic_gap_constant`.
+
+    Uses ``p(1-p) <= 1/4`` and the moments of the standardised query,
+    ``E z^2 = 1 - pi + pi kappa`` and ``E z^4 = 3 (1 - pi + pi kappa^2)``::
+
+        C <= (d / 8) a^2 (4 E z^2 / wbar + 2 E z^4).
+
+    It makes the ``O(d/n)`` rate of {prf:ref}`thm-pi-information-gap` explicit.
+    """
+    pi, kappa = prior.anomaly_rate, prior.inflation
+    a = 0.5 * (1.0 - 1.0 / kappa)
+    wbar = 1.0 - pi + pi / kappa
+    ez2 = 1.0 - pi + pi * kappa
+    ez4 = 3.0 * (1.0 - pi + pi * kappa ** 2)
+    return prior.d / 8.0 * a ** 2 * (4.0 * ez2 / wbar + 2.0 * ez4)
