@@ -18,7 +18,7 @@ PRESETS["masked/04_schedules"] = {
         "blind_N": 1023,
     },
     "full": {
-        "laws": [["P", 0.6], ["P", 0.8], ["C", 1.5]], "N": [127, 255, 511, 1023, 4095],
+        "laws": [["P", 0.6], ["C", 1.5]], "N": [255, 4095],
         "w": [0.5, 0.9], "m_base_div": [4, 2], "s": [0, 1, 2, 4],
         "pi": [0.0, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1],
         "eps": [1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2],
@@ -48,37 +48,43 @@ PRESETS["masked/05_tensorization"] = {
 # Chapter 1: masked prediction as a family of conditional problems (pilot).
 PRESETS["masked/01_setup"] = {
     "smoke": {"laws": [["P", 0.6], ["C", 1.5]], "N_enum": [5, 7], "N_allsets": 5, "w": [0.5, 0.9],
-              "lam": [0.05, 0.3, 0.6, 0.95], "N_fig": 7, "N_mono": [127], "mp_dps": 40},
+              "lam": [0.05, 0.3, 0.6, 0.95], "N_fig": 7, "N_mono": [127], "mp_dps": 40,
+              "fig_lam": [0.3, 0.6, 0.99], "allsets_lam": [0.1, 0.6], "mono_lam": [0.05, 0.5, 0.95]},
     "book": {"laws": [["P", 0.6], ["P", 0.8], ["C", 1.5], ["C", 0.5]], "N_enum": [5, 7, 9, 11],
              "N_allsets": 7, "w": [0.5, 0.9], "lam": [0.02, 0.1, 0.3, 0.45, 0.6, 0.8, 0.88, 0.95, 0.99],
-             "N_fig": 11, "N_mono": [127, 1023], "mp_dps": 40},
+             "N_fig": 11, "N_mono": [127, 1023], "mp_dps": 40,
+             "fig_lam": [0.3, 0.6, 0.99], "allsets_lam": [0.1, 0.6], "mono_lam": [0.05, 0.5, 0.95]},
     "full": {"laws": [["P", 0.6], ["P", 0.8], ["C", 1.5], ["C", 0.5]], "N_enum": [5, 7, 9, 11, 13],
              "N_allsets": 9, "w": [0.5, 0.9], "lam": [0.02, 0.1, 0.3, 0.45, 0.6, 0.8, 0.88, 0.95, 0.99],
-             "N_fig": 13, "N_mono": [127, 1023, 16383], "mp_dps": 40},
+             "N_fig": 13, "N_mono": [127, 1023, 16383], "mp_dps": 40,
+             "fig_lam": [0.3, 0.6, 0.99], "allsets_lam": [0.1, 0.6], "mono_lam": [0.05, 0.5, 0.95]},
 }
 
 # Chapter 2: mode blindness.
 PRESETS["masked/02_mode_blindness"] = {
     "smoke": {"N": [127, 255], "w": [0.5, 0.9], "theta": [0.6, 0.8], "beta": [1.5, 0.5],
               "n_lambda": 21, "m_points": 40, "fit_window": [0.125, 0.5], "small_s": [0, 1, 2, 4],
-              "fraction": 0.5, "rate_tol": 0.05},
+              "fraction": 0.5, "rate_tol": 0.05, "N_tv": 7},
     "book": {"N": [127, 255, 511, 1023], "w": [0.5, 0.9], "theta": [0.6, 0.8], "beta": [1.5, 0.5],
              "n_lambda": 201, "m_points": 128, "fit_window": [0.125, 0.5], "small_s": [0, 1, 2, 4],
-             "fraction": 0.5, "rate_tol": 0.05},
+             "fraction": 0.5, "rate_tol": 0.05, "N_tv": 11},
     "full": {"N": [127, 255, 511, 1023, 4095, 16383, 65535], "w": [0.5, 0.9], "theta": [0.6, 0.8],
              "beta": [1.5, 0.5], "n_lambda": 201, "m_points": 128, "fit_window": [0.125, 0.5],
-             "small_s": [0, 1, 2, 4], "fraction": 0.5, "rate_tol": 0.05},
+             "small_s": [0, 1, 2, 4], "fraction": 0.5, "rate_tol": 0.05, "N_tv": 11},
 }
 
 # Chapter 3: information decomposition and sensitivity.
 PRESETS["masked/03_information_decomposition"] = {
     "smoke": {"laws": [["P", 0.6], ["C", 1.5]], "N": [127], "w": [0.5, 0.9], "n_lambda": 21,
-              "m_points": 8, "mp_N": 63, "mp_m": [0, 9, 31], "mp_dps": 50, "fd_h": 1e-5, "N_enum": 7},
+              "m_points": 8, "mp_N": 63, "mp_m": [0, 9, 31], "mp_dps": 50, "fd_h": 1e-5, "N_enum": 7,
+              "mp_lam": [0.05, 0.7], "mp_w": 0.9, "fd_h_enum": 1e-4, "extremum_grid": 20001},
     "book": {"laws": [["P", 0.6], ["P", 0.8], ["C", 1.5], ["C", 0.5]], "N": [127, 255, 511, 1023],
              "w": [0.5, 0.9], "n_lambda": 201, "m_points": 24, "mp_N": 127, "mp_m": [0, 5, 31, 63, 100],
-             "mp_dps": 50, "fd_h": 1e-5, "N_enum": 11},
+             "mp_dps": 50, "fd_h": 1e-5, "N_enum": 11,
+             "mp_lam": [0.05, 0.7], "mp_w": 0.9, "fd_h_enum": 1e-4, "extremum_grid": 20001},
     "full": {"laws": [["P", 0.6], ["P", 0.8], ["C", 1.5], ["C", 0.5]],
              "N": [127, 255, 511, 1023, 4095, 16383, 65535], "w": [0.5, 0.9], "n_lambda": 201,
              "m_points": 24, "mp_N": 255, "mp_m": [0, 5, 31, 63, 127, 200], "mp_dps": 60, "fd_h": 1e-5,
-             "N_enum": 13},
+             "N_enum": 13,
+             "mp_lam": [0.05, 0.7], "mp_w": 0.9, "fd_h_enum": 1e-4, "extremum_grid": 20001},
 }
