@@ -62,6 +62,15 @@ def test_fast_path_agrees_with_direct_summation(law, N):
                    - exact.log_residual_uncertainty(law, N, m, w, method="direct")) < 1e-8
 
 
+@pytest.mark.parametrize("law", [ProductLaw(0.8), CurieWeissLaw(1.5)], ids=str)
+def test_fast_path_agrees_with_direct_summation_at_large_N(law):
+    N, w, lams = 4095, 0.5, np.array([0.1, 0.5001, 0.9])
+    for m in (1, 1023, 2047, 3071):
+        np.testing.assert_allclose(exact.log_masked_discrepancy(law, N, m, w, lams),
+                                   exact.log_masked_discrepancy(law, N, m, w, lams, method="direct"),
+                                   rtol=0, atol=1e-8)
+
+
 def test_pruned_curie_weiss_path_agrees_with_binomial_tails_for_law_p():
     law, N = ProductLaw(0.6), 1023
     for m in (3, 255, 700):
