@@ -69,6 +69,15 @@ def test_schedule_curvature_equals_uncertainty_over_squared_fisher_scale():
         assert abs(kappa_fd / kappa - 1.0) <= max(err / kappa_fd, 1e-9)
 
 
+def test_log_curvature_stays_exact_below_the_float64_range():
+    law, N, w = ProductLaw(0.8), 4095, 0.5
+    sched = schedules.PointMass(2047)
+    log_k, rel = ident.log_curvature_richardson(_log_D(law, N, sched, w), w)
+    log_k_th = schedules.log_schedule_residual_uncertainty(law, N, sched, w) - 2 * math.log(w * (1 - w))
+    assert log_k_th < -700  # exp() of it underflows
+    assert abs(math.expm1(log_k - log_k_th)) <= rel + 1e-12
+
+
 def test_recovery_grid_local_slopes_are_half_in_the_quadratic_regime():
     g = ident.recovery_grid(LAW_P, 63, 0.5, 31, 0, [0.0, 1e-3, 1e-1], [1e-12, 1e-10])
     assert np.all(np.isnan(g.e_pi[0]))  # pi = 0: no slope in pi
@@ -79,6 +88,8 @@ def test_recovery_grid_local_slopes_are_half_in_the_quadratic_regime():
                                / ((1 - g.pis) * math.exp(g.log_U_base) + g.pis * math.exp(g.log_U_s)))
     fits = ident.grid_fits(g)
     assert all(f.deviation <= 1.0 for found in fits.values() for f in found)
+    assert g.e_pi_mid.shape == (2, 2) and np.all(np.isnan(g.e_pi_mid[0]))
+    np.testing.assert_allclose(g.e_eps_mid[1:], 0.5, atol=2e-3)
 
 
 def test_ols_slope_lies_within_the_local_slope_envelope():
@@ -208,6 +219,9 @@ def test_visible_overlap_rates():
                                                  + (1 - LAW_C.m_star) / 2 * math.log((1 - LAW_C.m_star) / 2)) - math.log(2)
     assert ident.visible_overlap_rate(LAW_C, 0.5) == pytest.approx(barrier, abs=1e-9)
     assert ident.visible_overlap_rate(LAW_C, 0.25) < barrier
+    # the hidden block stops magnetising exactly at rho = 1 - 1/beta
+    assert ident.visible_overlap_rate(LAW_C, 1 - 1 / 1.5 + 1e-3) == pytest.approx(barrier, abs=1e-9)
+    assert ident.visible_overlap_rate(LAW_C, 1 - 1 / 1.5 - 0.05) < barrier - 1e-4
     assert ident.visible_overlap_rate(LAW_C, 0.0) == pytest.approx(0.0, abs=1e-9)
 
 

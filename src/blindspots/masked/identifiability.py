@@ -50,6 +50,7 @@ __all__ = [
     "grid_fits",
     "log_elasticity",
     "curvature_richardson",
+    "log_curvature_richardson",
     "ols",
     "pair_slopes",
     "binary_kl",
@@ -239,22 +240,34 @@ def log_elasticity(f: Callable[[float], float], x: float, h: float = 1e-3) -> fl
     return (math.log(up) - math.log(down)) / (2.0 * h)
 
 
-def curvature_richardson(log_D: Callable[[float], float], w: float,
-                         h: float | None = None) -> tuple[float, float]:
-    """Richardson estimate of ``D''(w)`` from ``D(w +- h)`` and ``D(w +- h/2)``.
+def log_curvature_richardson(log_D: Callable[[float], float], w: float,
+                             h: float | None = None) -> tuple[float, float]:
+    """Richardson estimate of ``log D''(w)`` from ``D(w +- h)`` and ``D(w +- h/2)``, in the log domain.
 
     As ``D(w) = D'(w) = 0``, ``(D(w+h) + D(w-h)) / h^2 = kappa + O(h^2)``; combining
-    ``h`` and ``h/2`` leaves ``O(h^4)``. Returns ``(kappa, error estimate)``, the
-    estimate being the change that the extrapolation made, ``|k_rich - k_{h/2}|``.
+    ``h`` and ``h/2`` leaves ``O(h^4)``. Returns ``(log kappa, relative error estimate)``,
+    the estimate being the relative change that the extrapolation made. Curvatures far
+    below the float64 range (``1e-900`` at ``N = 4095``) stay exact; ``-inf`` only when
+    ``D`` vanishes identically near ``w``.
     """
     h = 0.01 * min(w, 1.0 - w) if h is None else h
 
-    def k(step: float) -> float:
-        return (math.exp(log_D(w + step)) + math.exp(log_D(w - step))) / step**2
+    def log_k(step: float) -> float:
+        return float(np.logaddexp(log_D(w + step), log_D(w - step))) - 2.0 * math.log(step)
 
-    k_h, k_h2 = k(h), k(h / 2.0)
-    rich = (4.0 * k_h2 - k_h) / 3.0
-    return rich, abs(rich - k_h2)
+    l_h, l_h2 = log_k(h), log_k(h / 2.0)
+    if not math.isfinite(l_h2):
+        return -math.inf, 0.0
+    ratio = (4.0 - math.exp(l_h - l_h2)) / 3.0   # k_rich / k_{h/2}
+    return l_h2 + math.log(ratio), abs(1.0 - 1.0 / ratio)
+
+
+def curvature_richardson(log_D: Callable[[float], float], w: float,
+                         h: float | None = None) -> tuple[float, float]:
+    """``(D''(w), absolute error estimate)``: :func:`log_curvature_richardson` exponentiated."""
+    log_k, rel = log_curvature_richardson(log_D, w, h)
+    kappa = math.exp(log_k)
+    return kappa, rel * kappa
 
 
 @dataclass(frozen=True)
@@ -263,9 +276,12 @@ class RecoveryGrid:
 
     Rows index ``pis``, columns ``eps``. ``e_pi`` and ``e_eps`` are the local slopes
     ``d log r / d log pi`` and ``d log r / d log eps`` (central differences of the
-    exact radius, step ``h`` in the logarithm; NaN where undefined or censored).
-    ``kappa_theory = U_mu / (w(1-w))^2``; ``kappa_fd`` its finite-difference
-    measurement from ``D_mu`` with error estimate ``kappa_err``.
+    exact radius, step ``h`` in the logarithm; NaN where undefined or censored);
+    ``e_pi_mid[i, j]`` is ``e_pi`` at the geometric midpoint of ``pis[i], pis[i+1]``
+    (NaN where ``pis[i] = 0``) and ``e_eps_mid[i, j]`` ``e_eps`` between ``eps[j], eps[j+1]``.
+    ``log_kappa_theory = log U_mu - 2 log(w(1-w))``; ``log_kappa_fd`` its
+    finite-difference measurement from ``D_mu`` with relative error estimate
+    ``kappa_rel_err``. Everything about ``U`` is kept in the log domain.
     """
 
     law: object
@@ -279,27 +295,42 @@ class RecoveryGrid:
     censored: np.ndarray
     e_pi: np.ndarray
     e_eps: np.ndarray
+    e_pi_mid: np.ndarray
+    e_eps_mid: np.ndarray
     log_U_base: float
     log_U_s: float
-    kappa_theory: np.ndarray
-    kappa_fd: np.ndarray
-    kappa_err: np.ndarray
+    log_kappa_theory: np.ndarray
+    log_kappa_fd: np.ndarray
+    kappa_rel_err: np.ndarray
+
+    @property
+    def log_U_mu(self) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.logaddexp(np.log1p(-self.pis) + self.log_U_base, np.log(self.pis) + self.log_U_s)
+
+    @property
+    def kappa_theory(self) -> np.ndarray:
+        return np.exp(self.log_kappa_theory)
+
+    @property
+    def kappa_fd(self) -> np.ndarray:
+        return np.exp(self.log_kappa_fd)
 
     @property
     def boost_share(self) -> np.ndarray:
         """``pi U_s / U_mu``: the share of the residual uncertainty carried by the boost."""
-        u_b, u_s = math.exp(self.log_U_base), math.exp(self.log_U_s)
-        return self.pis * u_s / ((1.0 - self.pis) * u_b + self.pis * u_s)
+        with np.errstate(divide="ignore"):
+            return np.exp(np.log(self.pis) + self.log_U_s - self.log_U_mu)
 
     @property
     def kappa_elasticity(self) -> np.ndarray:
         """Exact ``d log kappa / d log pi = pi (U_s - U_base) / U_mu``."""
-        u_b, u_s = math.exp(self.log_U_base), math.exp(self.log_U_s)
-        return self.pis * (u_s - u_b) / ((1.0 - self.pis) * u_b + self.pis * u_s)
+        with np.errstate(divide="ignore"):
+            return self.boost_share - np.exp(np.log(self.pis) + self.log_U_base - self.log_U_mu)
 
 
 def recovery_grid(law, N: int, w: float, m_base: int, s: int, pis: Sequence[float],
-                  eps: Sequence[float], h: float = 1e-3) -> RecoveryGrid:
+                  eps: Sequence[float], h: float = 1e-3, iterations: int = 52) -> RecoveryGrid:
     """Radii, local slopes and curvatures on a ``pis x eps`` grid (one law, N, w, m_base, s).
 
     Implements the measurements of {prf:ref}`thm-masked-schedule-recovery`.
@@ -308,36 +339,59 @@ def recovery_grid(law, N: int, w: float, m_base: int, s: int, pis: Sequence[floa
 
     pis = np.asarray(pis, dtype=float)
     eps = np.asarray(eps, dtype=float)
-    P, E = np.meshgrid(pis, eps, indexing="ij")
-    P, E = P.ravel(), E.ravel()
+    if np.any(np.diff(pis) <= 0) or np.any(np.diff(eps) <= 0):
+        raise ValueError("pis and eps must be strictly increasing")
+    with np.errstate(invalid="ignore"):
+        pi_mid = np.sqrt(pis[:-1] * pis[1:])
+    eps_mid = np.sqrt(eps[:-1] * eps[1:])
     up, down = math.exp(h), math.exp(-h)
-    cell_pi = np.concatenate([P, np.minimum(P * up, 1.0), P * down, P, P])
-    cell_eps = np.concatenate([E, E, E, E * up, E * down])
-    r, c = two_point_radii(law, N, m_base, s, w, cell_pi, cell_eps)
-    n = P.size
-    blocks = [r[k * n:(k + 1) * n] for k in range(5)]
-    cens = [c[k * n:(k + 1) * n] for k in range(5)]
-    anycens = np.logical_or.reduce(cens)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        e_pi = (np.log(blocks[1]) - np.log(blocks[2])) / np.log(np.minimum(P * up, 1.0) / (P * down))
-        e_eps = (np.log(blocks[3]) - np.log(blocks[4])) / (2 * h)
-    e_pi = np.where(anycens | (P == 0.0), np.nan, e_pi)
-    e_eps = np.where(anycens, np.nan, e_eps)
+    blocks_in = []  # (pi cells, eps cells) of every block, all raveled
+
+    def add(pp: np.ndarray, ee: np.ndarray) -> None:
+        P_, E_ = np.meshgrid(pp, ee, indexing="ij")
+        blocks_in.append((P_.ravel(), E_.ravel()))
+
+    add(pis, eps)                                            # 0: radius
+    add(np.minimum(pis * up, 1.0), eps); add(pis * down, eps)  # 1, 2: d/d log pi
+    add(pis, eps * up); add(pis, eps * down)                 # 3, 4: d/d log eps
+    add(np.minimum(pi_mid * up, 1.0), eps); add(pi_mid * down, eps)  # 5, 6: midpoints in pi
+    add(pis, eps_mid * up); add(pis, eps_mid * down)         # 7, 8: midpoints in eps
+    cell_pi = np.concatenate([b[0] for b in blocks_in])
+    cell_eps = np.concatenate([b[1] for b in blocks_in])
+    r_all, c_all = two_point_radii(law, N, m_base, s, w, np.nan_to_num(cell_pi), cell_eps,
+                                   iterations=iterations)
+    bounds = np.cumsum([0] + [b[0].size for b in blocks_in])
+    blocks = [r_all[bounds[k]:bounds[k + 1]] for k in range(len(blocks_in))]
+    cens = [c_all[bounds[k]:bounds[k + 1]] for k in range(len(blocks_in))]
+
+    def slope(k_up: int, k_down: int, x_up: np.ndarray, x_down: np.ndarray, bad: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            e = (np.log(blocks[k_up]) - np.log(blocks[k_down])) / np.log(x_up / x_down)
+        return np.where(cens[k_up] | cens[k_down] | bad, np.nan, e)
+
+    P0, E0 = blocks_in[0]
+    e_pi = slope(1, 2, blocks_in[1][0], blocks_in[2][0], (P0 == 0.0) | cens[0])
+    e_eps = slope(3, 4, blocks_in[3][1], blocks_in[4][1], cens[0])
+    e_pi_mid = slope(5, 6, blocks_in[5][0], blocks_in[6][0], ~(blocks_in[5][0] > 0))
+    e_eps_mid = slope(7, 8, blocks_in[7][1], blocks_in[8][1], np.zeros(blocks[7].shape, bool))
     shape = (pis.size, eps.size)
     log_u_b = exact.log_residual_uncertainty(law, N, m_base, w)
     log_u_s = exact.log_residual_uncertainty(law, N, s, w)
-    u_mu = (1.0 - pis) * math.exp(log_u_b) + pis * math.exp(log_u_s)
-    kappa_th = u_mu / (w * (1.0 - w)) ** 2
-    k_fd, k_err = np.empty(pis.size), np.empty(pis.size)
+    with np.errstate(divide="ignore"):
+        log_u_mu = np.logaddexp(np.log1p(-pis) + log_u_b, np.log(pis) + log_u_s)
+    log_k_th = log_u_mu - 2.0 * math.log(w * (1.0 - w))
+    log_k_fd, k_err = np.empty(pis.size), np.empty(pis.size)
     for i, pi in enumerate(pis):
         sched = schedules.TwoPoint(m_base, s, float(pi))
-        k_fd[i], k_err[i] = curvature_richardson(
+        log_k_fd[i], k_err[i] = log_curvature_richardson(
             lambda lam: schedules.log_schedule_discrepancy(law, N, sched, w, lam), w)
     return RecoveryGrid(law=law, N=N, w=w, m_base=m_base, s=s, pis=pis, eps=eps,
                         radius=blocks[0].reshape(shape), censored=cens[0].reshape(shape),
                         e_pi=e_pi.reshape(shape), e_eps=e_eps.reshape(shape),
-                        log_U_base=log_u_b, log_U_s=log_u_s, kappa_theory=kappa_th,
-                        kappa_fd=k_fd, kappa_err=k_err)
+                        e_pi_mid=e_pi_mid.reshape(pis.size - 1, eps.size),
+                        e_eps_mid=e_eps_mid.reshape(pis.size, eps.size - 1),
+                        log_U_base=log_u_b, log_U_s=log_u_s, log_kappa_theory=log_k_th,
+                        log_kappa_fd=log_k_fd, kappa_rel_err=k_err)
 
 
 # --------------------------------------------------------------------------
@@ -375,7 +429,8 @@ class SlopeFit:
     """A fitted log-log slope, its prediction, and the tolerance the numerics justify.
 
     ``tol`` = largest distance of the local slope from ``predicted`` over the fitted
-    points (the envelope lemma) plus the bound on what measurement error can add.
+    points and the midpoints between them (the envelope lemma), plus the bound on what
+    measurement error can add. ``local`` holds those local slopes.
     """
 
     slope: float
@@ -384,6 +439,7 @@ class SlopeFit:
     n: int
     x: np.ndarray
     y: np.ndarray
+    local: np.ndarray
 
     @property
     def deviation(self) -> float:
@@ -397,11 +453,20 @@ def fit_kappa_vs_pi(grid: RecoveryGrid, min_share: float = 10.0 / 11.0) -> Slope
     sel = (grid.pis > 0) & (grid.boost_share >= min_share)
     if sel.sum() < 3:
         return None
-    x, y = np.log(grid.pis[sel]), np.log(grid.kappa_fd[sel])
+    x, y = np.log(grid.pis[sel]), grid.log_kappa_fd[sel]
     slope, _ = ols(x, y)
     env = float(np.max(np.abs(grid.kappa_elasticity[sel] - 1.0)))
-    meas = float(np.max(grid.kappa_err[sel] / grid.kappa_fd[sel])) * _ols_perturbation_bound(x)
-    return SlopeFit(slope, 1.0, env + meas + 1e-12, int(sel.sum()), x, y)
+    meas = float(np.max(grid.kappa_rel_err[sel])) * _ols_perturbation_bound(x)
+    return SlopeFit(slope, 1.0, env + meas + 1e-12, int(sel.sum()), x, y, grid.kappa_elasticity[sel])
+
+
+def _with_midpoints(at_points: np.ndarray, at_mids: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    """Local slopes at the selected grid points and at the midpoints between neighbours that are both selected."""
+    mids = at_mids[sel[:-1] & sel[1:]]
+    out = np.concatenate([at_points[sel], mids])
+    if np.any(~np.isfinite(out)):
+        raise RuntimeError("a local slope inside a fit window is undefined")
+    return out
 
 
 def _radius_mask(grid: RecoveryGrid, r_max: float) -> np.ndarray:
@@ -418,8 +483,9 @@ def fit_radius_vs_pi(grid: RecoveryGrid, j: int, r_max: float,
         return None
     x, y = np.log(grid.pis[sel]), np.log(grid.radius[sel, j])
     slope, _ = ols(x, y)
-    env = float(np.max(np.abs(grid.e_pi[sel, j] + 0.5)))
-    return SlopeFit(slope, -0.5, env + 1e-6, int(sel.sum()), x, y)
+    local = _with_midpoints(grid.e_pi[:, j], grid.e_pi_mid[:, j], sel)
+    env = float(np.max(np.abs(local + 0.5)))
+    return SlopeFit(slope, -0.5, env + 1e-6, int(sel.sum()), x, y, local)
 
 
 def fit_radius_vs_eps(grid: RecoveryGrid, i: int, r_max: float) -> SlopeFit | None:
@@ -430,8 +496,9 @@ def fit_radius_vs_eps(grid: RecoveryGrid, i: int, r_max: float) -> SlopeFit | No
         return None
     x, y = np.log(grid.eps[sel]), np.log(grid.radius[i, sel])
     slope, _ = ols(x, y)
-    env = float(np.max(np.abs(grid.e_eps[i, sel] - 0.5)))
-    return SlopeFit(slope, 0.5, env + 1e-6, int(sel.sum()), x, y)
+    local = _with_midpoints(grid.e_eps[i], grid.e_eps_mid[i], sel)
+    env = float(np.max(np.abs(local - 0.5)))
+    return SlopeFit(slope, 0.5, env + 1e-6, int(sel.sum()), x, y, local)
 
 
 def pair_slopes(x: Sequence[float], y: Sequence[float]) -> np.ndarray:
