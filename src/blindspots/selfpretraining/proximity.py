@@ -98,6 +98,12 @@ def attention_snapshot(model, tokens: torch.Tensor, layer: int = 0) -> tuple[tor
 
 
 def proximity_summary(model, tokens: torch.Tensor, k: int, layer: int = 0) -> dict[str, float]:
-    """Local mass within ``|i - j| <= k`` and the Toeplitz score of one layer, averaged over heads."""
+    """Proximity of one layer's attention on ``tokens``, averaged over heads.
+
+    ``local_mass``: :func:`local_mass` within ``|i - j| <= k``. ``toeplitz``: :func:`toeplitz_score`
+    of each sequence's scores (token content included). ``toeplitz_positional``: the Toeplitz score
+    of the scores averaged over the sequences, which keeps their positional part only.
+    """
     scores, probs = attention_snapshot(model, tokens, layer)
-    return {"local_mass": local_mass(probs, k), "toeplitz": toeplitz_score(scores)}
+    return {"local_mass": local_mass(probs, k), "toeplitz": toeplitz_score(scores),
+            "toeplitz_positional": toeplitz_score(scores.mean(0))}
