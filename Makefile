@@ -47,7 +47,7 @@ test-smoke: $(STAMP)
 # Each committed notebook once at book scale; claims land in _build/claims for the report.
 test-nbval: $(STAMP)
 	@$(call timed,test-nbval,BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(BIN)/pytest -q -p no:cacheprovider --nbval-lax \
-	  --sanitize-with tests/notebooks/sanitize.cfg --ignore-glob="*/.ipynb_checkpoints/*" notebooks)
+	  --nbval-sanitize-with tests/notebooks/sanitize.cfg --ignore-glob="*/.ipynb_checkpoints/*" notebooks)
 
 # Strict build (-W -n): broken references or citations fail. Notebooks were just run by
 # nbval, so this build renders their committed outputs instead of running them again.
@@ -57,10 +57,10 @@ test-docs: $(STAMP)
 test-gpu: $(STAMP)
 	$(BIN)/pytest tests/notebooks -q -m gpu
 	BLINDSPOTS_CLAIMS_DIR=$(CURDIR)/_build/claims-gpu $(BIN)/pytest -q -p no:cacheprovider --nbval-lax \
-	  --sanitize-with tests/notebooks/sanitize.cfg --ignore-glob="*/.ipynb_checkpoints/*" notebooks
+	  --nbval-sanitize-with tests/notebooks/sanitize.cfg --ignore-glob="*/.ipynb_checkpoints/*" notebooks
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done

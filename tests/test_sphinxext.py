@@ -16,7 +16,9 @@ def test_verification_page_lists_every_claim_grouped_by_chapter(tmp_path):
     _write(tmp_path, "masked/01_setup", "two", passed=False)
     text = sphinxext.verification_markdown(tmp_path)
     assert "**1 of 2 claims pass**" in text
-    assert "## {doc}`/notebooks/masked/01_setup`" in text
+    assert "## Masked prediction as a family of conditional problems" in text
+    assert "{doc}`/notebooks/masked/01_setup`: 1/2 pass" in text
+    assert "| 1 ± 1e-09 |" in text
     assert "{prf:ref}`thm-masked-decomposition`" in text
     assert "❌ FAIL" in text and "✅ pass" in text
     assert "a \\| b" in text  # pipes escaped inside table cells

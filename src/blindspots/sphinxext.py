@@ -140,6 +140,21 @@ def _chapters_in_toc(root: Path) -> list[str]:
     return chapters
 
 
+def _chapter_title(chapter: str) -> str:
+    """The first Markdown heading of the chapter's notebook, else its path."""
+    path = runtime.repo_root() / "notebooks" / f"{chapter}.ipynb"
+    try:
+        cells = json.loads(path.read_text())["cells"]
+    except (OSError, ValueError, KeyError):
+        return chapter
+    for cell in cells:
+        if cell.get("cell_type") == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return chapter
+
+
 def verification_markdown(claims_dir: Path) -> str:
     """Every recorded claim, grouped by chapter in table-of-contents order."""
     records = []
@@ -159,18 +174,24 @@ def verification_markdown(claims_dir: Path) -> str:
              f"({len(chapters)} chapters; scale and device as recorded by each run).", ""]
     for chapter in chapters:
         recs = by_chapter[chapter]
-        link = f"{{doc}}`/notebooks/{chapter}`" if chapter in order else f"`{chapter}`"
         ok = sum(r["passed"] for r in recs)
-        lines += [f"## {link}", "",
-                  f"{ok}/{len(recs)} pass · scale `{recs[0].get('scale')}` · device `{recs[0].get('device')}`", "",
-                  "| claim | checks | statement | measured | relation | expected | tolerance | result |",
-                  "|---|---|---|---|---|---|---|---|"]
+        where = f"{{doc}}`/notebooks/{chapter}`" if chapter in order else f"`{chapter}`"
+        lines += [f"## {_chapter_title(chapter)}", "",
+                  f"{where}: {ok}/{len(recs)} pass · scale `{recs[0].get('scale')}` · "
+                  f"device `{recs[0].get('device')}`", "",
+                  "| claim | checks | statement | measured | prediction | result |",
+                  "|---|---|---|---|---|---|"]
         for r in recs:
             thm = f"{{prf:ref}}`{r['theorem']}`" if r.get("theorem") else "–"
             mark = "✅ pass" if r["passed"] else "❌ FAIL"
-            rel = "±" if r["relation"] == "==" else r["relation"]
-            lines.append(f"| `{r['id']}` | {thm} | {_cell(r['statement'])} | {_fmt(r['measured'], r.get('digits', 4))} "
-                         f"| {_cell(rel)} | {_fmt(r['expected'], r.get('digits', 4))} | {_fmt(r['tolerance'], 2)} | {mark} |")
+            digits = r.get("digits", 4)
+            if r["relation"] == "==":
+                prediction = f"{_fmt(r['expected'], digits)} ± {_fmt(r['tolerance'], 2)}"
+            else:
+                slack = f" (slack {_fmt(r['tolerance'], 2)})" if r["tolerance"] else ""
+                prediction = f"{r['relation']} {_fmt(r['expected'], digits)}{slack}"
+            lines.append(f"| `{r['id']}` | {thm} | {_cell(r['statement'])} | {_fmt(r['measured'], digits)} "
+                         f"| {_cell(prediction)} | {mark} |")
         lines.append("")
     return "\n".join(lines)
 
