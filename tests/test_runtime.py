@@ -71,3 +71,15 @@ def test_physical_cores_is_positive_and_at_most_logical():
     import os
 
     assert 1 <= runtime.physical_cores() <= (os.cpu_count() or 1)
+
+
+def test_preset_can_cap_threads_and_bad_caps_are_named(monkeypatch, tmp_path):
+    monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path))
+    presets = {"testing/01_tiny": {s: {"torch_threads": 1} for s in runtime.SCALES},
+               "testing/02_bad": {s: {"torch_threads": 0} for s in runtime.SCALES}}
+    monkeypatch.setattr(runtime, "all_presets", lambda: presets)
+    run = runtime.setup("smoke", "cpu", 0, chapter="testing/01_tiny")
+    assert run.threads == 1 == torch.get_num_threads()
+    with pytest.raises(ValueError, match="torch_threads"):
+        runtime.setup("smoke", "cpu", 0, chapter="testing/02_bad")
+    torch.set_num_threads(runtime.physical_cores())

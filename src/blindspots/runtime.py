@@ -173,8 +173,15 @@ def setup(scale: str = "book", device: str = "auto", seed: int = 0, *, chapter: 
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     sizes = sizes_for(chapter, scale)
     dev = resolve_device(device)
+    # One intra-op thread per physical core: oversubscription slows small models 10-20x.
+    # A chapter of tiny models may cap it lower with the preset key ``torch_threads``.
     threads = physical_cores()
-    torch.set_num_threads(threads)  # oversubscription slows small models 10-20x
+    cap = sizes.get("torch_threads")
+    if cap is not None:
+        if not isinstance(cap, int) or cap < 1:
+            raise ValueError(f"preset torch_threads of {chapter!r} must be an integer >= 1, got {cap!r}")
+        threads = min(threads, cap)
+    torch.set_num_threads(threads)
     torch.manual_seed(seed)
     np.random.seed(seed)  # only for third-party code that reads the global state
     folder = records_dir() / chapter.replace("/", "__")
