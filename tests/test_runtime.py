@@ -83,3 +83,10 @@ def test_preset_can_cap_threads_and_bad_caps_are_named(monkeypatch, tmp_path):
     with pytest.raises(ValueError, match="torch_threads"):
         runtime.setup("smoke", "cpu", 0, chapter="testing/02_bad")
     torch.set_num_threads(runtime.physical_cores())
+
+
+def test_every_scale_of_a_chapter_sets_the_same_sizes():
+    """A key present at book scale but missing at full scale would only fail on a GPU run."""
+    for chapter, table in runtime.all_presets().items():
+        keys = {scale: set(table[scale]) for scale in runtime.SCALES}
+        assert keys["smoke"] == keys["book"] == keys["full"], (chapter, keys)
