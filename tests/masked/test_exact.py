@@ -179,3 +179,86 @@ def test_binary_kl_kernel_matches_mpmath_across_branches():
             g = 1 / (1 + mp.e ** (-(mp.mpf(l) + mp.mpf(d))))
             ref = (b * mp.log(b / g) + (1 - b) * mp.log((1 - b) / (1 - g))) / (b * (1 - b))
             assert abs(got[i, j] / float(ref) - 1) < 1e-13, (l, d)
+
+
+# --------------------------------------------------------------------------
+# binary kl and D at weights near 0 and 1 (independent mpmath references)
+# --------------------------------------------------------------------------
+
+EPS = np.finfo(float).eps
+EXTREME_PAIRS = [
+    (0.5, 1e-12), (0.5, 1e-300), (1 - 1e-12, 1e-12), (1e-12, 1 - 1e-12), (1e-300, 0.5),
+    (1e-320, 0.5), (0.5, 1e-320), (1e-300, 1 - 1e-12), (1 - 1e-12, 1e-300), (1e-250, 1e-300),
+    (1e-300, 1e-250), (1 - 1e-12, 1 - 1e-6), (1 - 1e-6, 1 - 1e-12), (1e-300, 1e-300 * (1 + 1e-9)),
+    (1 - 1e-12, 0.5), (0.3, 1 - 2.0 ** -53), (1e-200, 1e-100),
+]
+
+
+def _mp_log_kl(w, lam):
+    """log kl(w || lam) at 100 digits from the float inputs (log1p: 1 - 1e-300 is not 1 here)."""
+    mp.mp.dps = 100
+    w, lam = mp.mpf(w), mp.mpf(lam)
+    return mp.log(w * mp.log(w / lam) + (1 - w) * (mp.log1p(-w) - mp.log1p(-lam)))
+
+
+def _log_kl_tolerance(w, want):
+    """log kl = log s + log g with s = w (1 - w): each is a handful of float operations on
+    numbers of size |log s| and |log kl|, so the absolute error is a few eps times their sum."""
+    log_s = math.log(w) + math.log1p(-w)
+    return 32 * EPS * (1 + abs(log_s) + abs(float(want)))
+
+
+@pytest.mark.parametrize("w,lam", EXTREME_PAIRS)
+def test_log_binary_kl_matches_mpmath_near_0_and_1(w, lam):
+    want = _mp_log_kl(w, lam)
+    got = exact.log_binary_kl(w, lam)
+    assert np.isfinite(got)
+    assert abs(got - float(want)) <= _log_kl_tolerance(w, want), (w, lam, got, float(want))
+
+
+@pytest.mark.parametrize("w,lam,want", [
+    (0.5, 1e-12, None), (0.5, 1e-300, 344.69461676854690), (1 - 1e-12, 1e-12, 27.631021115872286),
+    (1e-300, 0.5, math.log(2.0)),
+])
+def test_binary_kl_reported_failures(w, lam, want):
+    """Cases that used to be off by 8e-7 (first), inf (second, third) or 1.0 instead of log 2 (last)."""
+    ref = float(mp.e ** _mp_log_kl(w, lam))
+    if want is not None:
+        assert abs(ref / want - 1) < 1e-15  # the quoted value is the mpmath one
+    got = exact.binary_kl(w, lam)
+    assert abs(got / ref - 1) <= _log_kl_tolerance(w, math.log(ref)) * 2
+
+
+@pytest.mark.parametrize("law", [ProductLaw(0.6), CurieWeissLaw(1.5)], ids=str)
+@pytest.mark.parametrize("w,lam", [(0.5, 1e-300), (1 - 1e-12, 1e-12), (1e-300, 0.5), (1e-12, 1 - 1e-12),
+                                   (0.5, 1 - 1e-12)])
+def test_full_mask_discrepancy_at_extreme_weights(law, w, lam):
+    """At m = 0 nothing is visible, so D_{N,0}(lam) = kl(w || lam) for any law."""
+    want = _mp_log_kl(w, lam)
+    got = exact.log_masked_discrepancy(law, 127, 0, w, lam)
+    # plus the renormalisation of the single visible class (log prob = 0 up to eps)
+    assert abs(got - float(want)) <= _log_kl_tolerance(w, want) + 4 * EPS
+
+
+@pytest.mark.parametrize("law", [ProductLaw(0.6), CurieWeissLaw(1.5)], ids=str)
+@pytest.mark.parametrize("side", [0.0, 1.0])
+def test_pruned_discrepancy_one_ulp_from_true_weight(law, side):
+    """|delta| ~ 2e-16: D = U delta^2 / 2 (1 + O(delta)) by the cumulant series, so
+    log D = log U + 2 log|delta| - log 2 up to |delta| plus round-off of the sums over classes."""
+    N, m, w = 255, 100, 0.5
+    lam = float(np.nextafter(w, side))
+    mp.mp.dps = 50
+    delta = (mp.log(mp.mpf(lam)) - mp.log1p(-mp.mpf(lam))) - (mp.log(mp.mpf(w)) - mp.log1p(-mp.mpf(w)))
+    want = exact.log_residual_uncertainty(law, N, m, w) + float(2 * mp.log(abs(delta)) - mp.log(2))
+    got = exact.log_masked_discrepancy(law, N, m, w, lam)
+    direct = exact.log_masked_discrepancy(law, N, m, w, lam, method="direct")
+    assert np.isfinite(got) and got < 0
+    assert abs(got - want) <= 1e-12   # ~ eps * log(table size) from the two log-sum-exps
+    assert abs(got - direct) <= 1e-12
+
+
+def test_profile_rejects_non_integer_visible_sizes():
+    with pytest.raises(ValueError, match="m must"):
+        exact.discrepancy_profile(ProductLaw(0.6), 31, 2.7, 0.5, [0.3])
+    with pytest.raises(ValueError, match="m must"):
+        exact.discrepancy_profile(ProductLaw(0.6), 31, [1, 2.7], 0.5, [0.3])

@@ -178,7 +178,7 @@ def test_witness_joint_kl_equals_binary_kl_of_mode_weights():
     N, w, lam = 7, 0.3, 0.75
     p = enumeration.mixture_table(LAW_P, N, w)
     q = enumeration.witness_table(LAW_P, N, lam)
-    assert enumeration.kl_joint(q, p) == pytest.approx(ident.binary_kl(lam, w), rel=1e-12)
+    assert enumeration.kl_joint(q, p) == pytest.approx(exact.binary_kl(lam, w), rel=1e-12)
 
 
 def test_reverse_witness_discrepancy_matches_enumeration():
@@ -189,7 +189,7 @@ def test_reverse_witness_discrepancy_matches_enumeration():
     enum = 0.75 * ident.masked_discrepancy_all(q, p, N, 4) + 0.25 * ident.masked_discrepancy_all(q, p, N, 0)
     log_c, arg = ident.log_tensorization_lower_bound(LAW_C, N, sched, w, [lam])
     assert arg == lam
-    assert log_c == pytest.approx(math.log(ident.binary_kl(lam, w)) - math.log(enum), abs=1e-9)
+    assert log_c == pytest.approx(exact.log_binary_kl(lam, w) - math.log(enum), abs=1e-9)
     assert math.exp(log_c) <= 1 / 0.25
 
 
@@ -248,3 +248,17 @@ def test_bad_inputs_name_the_parameter():
         ident.visible_overlap_rate(LAW_P, 1.5)
     with pytest.raises(ValueError, match="noise"):
         ident.random_joint_laws(np.ones(4) / 4, np.ones(4), np.random.default_rng(0), 2, (0.0, 1.0), 1.0)
+
+
+@pytest.mark.parametrize("h", [1e-6, 1e-9, 1e-12, 1e-14])
+def test_tensorization_lower_bound_is_accurate_next_to_the_true_weight(h):
+    """kl(lam || w) / D_mu(q_lam || p) -> w (1 - w) / U_mu as lam -> w with an O(h) correction
+    (both are s delta^2 / 2 (1 + O(delta)) to leading order). The kl must not cancel: the
+    plain formula made this 23x too large at h = 1e-9 and raised at 1e-14."""
+    N, w = 63, 0.5
+    sched = schedules.FixedFraction(0.25)
+    limit = ident.log_tensorization_limit_bound(schedules.log_schedule_residual_uncertainty(LAW_P, N, sched, w), w)
+    for lam in (w + h, w - h):
+        near, arg = ident.log_tensorization_lower_bound(LAW_P, N, sched, w, [lam])
+        assert arg == lam
+        assert abs(near - limit) <= 10 * h + 1e-12

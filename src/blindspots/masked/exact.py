@@ -293,11 +293,20 @@ def _logit(u):
 
 
 def _logit_shift(lam, w):
-    """``logit lam - logit w = log1p((lam - w) / (w (1 - lam)))``: accurate when ``lam`` is near ``w``
-    (``lam - w`` is exact there), where the plain difference of logits loses digits."""
+    """``logit lam - logit w``: ``log1p((lam - w) / (w (1 - lam)))`` when that argument is at most
+    1/2 in modulus (``lam - w`` is exact there, where the plain difference of logits loses digits),
+    otherwise the difference of logits (whose terms then do not cancel)."""
     lam = np.asarray(lam, dtype=float)
     w = np.asarray(w, dtype=float)
-    return np.log1p((lam - w) / (w * (1.0 - lam)))
+    # The log1p form is accurate only while its argument is moderate; far from ``w`` the
+    # ratio loses relative accuracy (and overflows for lam -> 1 or w -> 0), while the
+    # difference of logits is then accurate (|result| >= log 1.5 > 0, no cancellation).
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        x = (lam - w) / (w * (1.0 - lam))
+        near = np.abs(x) <= 0.5
+        far = (np.log(lam) - np.log1p(-lam)) - (np.log(w) - np.log1p(-w))
+        out = np.where(near, np.log1p(np.where(near, x, 0.0)), far)
+    return out
 
 
 def posterior_table(law: Law, N: int, m: int, w: float, method: str = "auto") -> PosteriorTable:
@@ -370,15 +379,21 @@ def _log_g_direct(e: np.ndarray, d: np.ndarray) -> np.ndarray:
         xb = b[:, None] * np.expm1(d)[None, :]
     sa, sb = np.abs(xa) <= 0.5, np.abs(xb) <= 0.5
     A[sa] = np.log1p(xa[sa])
-    B[sb] = np.log1p(xb[sb])
     A /= np.exp(l1b)[:, None]
-    tiny = b <= 1e-250                       # B / beta -> expm1(d) as beta -> 0
-    B /= np.where(tiny, 1.0, b)[:, None]
-    if np.any(tiny):
-        B[tiny] = np.expm1(d)[None, :]
-    A += B
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log(A)
+    # B / beta without dividing by a (possibly subnormal) beta:
+    #  |xb| <= 1/2: B / beta = expm1(d) * log1p(xb) / xb   (ratio -> 1 as xb -> 0, exact once
+    #               |xb| < eps, so underflow of beta or xb costs nothing);
+    #  otherwise   : B >= log 1.5 > 0 (xb < -1/2 is impossible for beta <= 1/2), and
+    #               log(B / beta) = log B - log beta, kept in the log domain because
+    #               B / beta overflows for subnormal beta.
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        em = np.broadcast_to(np.expm1(d)[None, :], B.shape)
+        xs = np.where(sb, xb, 0.0)
+        ratio = np.where(xs == 0.0, 1.0, np.log1p(xs) / np.where(xs == 0.0, 1.0, xs))
+        near = np.log(A + em * ratio)
+        lB = np.log(np.where(sb, 1.0, B)) - lb[:, None]
+        far = lB + np.log1p(A * np.exp(-lB))
+    return np.where(sb, near, far)
 
 
 def _log_g(ell: np.ndarray, delta: np.ndarray) -> np.ndarray:
@@ -453,11 +468,11 @@ def _log_D_from_table(tab: PosteriorTable, lam: np.ndarray, prune: bool) -> np.n
         return out
     d = delta[nz]
     if prune and base.size > 64:
-        # g(beta, delta) lies between g(1, delta) and g(0, delta) (monotone in beta)
-        with np.errstate(divide="ignore"):
-            lg0 = np.log(np.expm1(np.abs(d)) - np.abs(d))
-            lg1 = np.log(np.expm1(-np.abs(d)) + np.abs(d))
-        spread = float(np.max(lg0 - lg1))
+        # g(beta, delta) lies between g(1, delta) and g(0, delta) (monotone in beta), and
+        # max(g0, g1) / min(g0, g1) = (e^x - 1 - x) / (e^-x - 1 + x) <= e^x with x = |delta|,
+        # so log g varies by at most |delta| over the table. (Evaluating the two logs
+        # directly cancels to log 0 once |delta| ~ 1e-16.)
+        spread = float(np.max(np.abs(d)))
         cut = base.max() - (PRUNE_NATS + math.log(base.size) + spread + 1.0)
         sel = base >= cut
         base, ell = base[sel], ell[sel]
@@ -545,7 +560,7 @@ class Profile:
 def discrepancy_profile(law: Law, N: int, ms, w: float, lams, method: str = "auto") -> Profile:
     """Discrepancies for every visible size in ``ms`` and every ``lam``, plus ``U``."""
     N = check_N(N)
-    ms = np.array([check_m(int(m), N) for m in np.atleast_1d(ms)], dtype=int)
+    ms = np.array([check_m(m, N) for m in np.atleast_1d(ms).tolist()], dtype=int)
     lams = np.atleast_1d(np.asarray(check_unit("lam", lams), dtype=float))
     logD = np.empty((ms.size, lams.size))
     logU = np.empty(ms.size)

@@ -53,7 +53,6 @@ __all__ = [
     "log_curvature_richardson",
     "ols",
     "pair_slopes",
-    "binary_kl",
     "total_variation",
     "kl_divergence",
     "masked_discrepancy_all",
@@ -525,18 +524,6 @@ def grid_fits(grid: RecoveryGrid, r_max: float | None = None,
 # --------------------------------------------------------------------------
 
 
-def binary_kl(a: float, b: float) -> float:
-    """``kl(a || b)`` between Bernoulli laws, exact (``0 log 0 = 0``)."""
-    if not (0.0 <= a <= 1.0 and 0.0 < b < 1.0):
-        raise ValueError(f"need a in [0, 1] and b in (0, 1), got a={a!r}, b={b!r}")
-    out = 0.0
-    if a > 0.0:
-        out += a * math.log(a / b)
-    if a < 1.0:
-        out += (1.0 - a) * math.log((1.0 - a) / (1.0 - b))
-    return max(out, 0.0)
-
-
 def total_variation(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """``TV(p, q) = 1/2 sum |p - q|`` over the last axes of ``q`` (batched over leading ones)."""
     p = np.asarray(p, dtype=float)
@@ -702,14 +689,14 @@ def log_tensorization_lower_bound(law, N: int, schedule, w: float,
     and model weight ``w``; ``KL(q_lam || p) = kl(lam || w)`` because the modes have
     disjoint supports. Implements {prf:ref}`thm-masked-tensorization-lower-bound`.
     """
-    from . import schedules
+    from . import exact, schedules
 
     best, arg = -math.inf, math.nan
     for lam in lams:
         lam = float(lam)
         if lam == w:
             continue
-        val = math.log(binary_kl(lam, w)) - schedules.log_schedule_discrepancy(law, N, schedule, lam, w)
+        val = exact.log_binary_kl(lam, w) - schedules.log_schedule_discrepancy(law, N, schedule, lam, w)
         if val > best:
             best, arg = val, lam
     return best, arg
