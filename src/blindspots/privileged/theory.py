@@ -240,12 +240,25 @@ def information_gap_curve(prior: GaussianAnomalyPrior, ns, tasks: int, rng: np.r
     first ``n`` points form ``D_n`` (nested contexts: common random numbers across ``n``).
     The contexts are drawn through their exact sufficient statistics (class counts are
     binomial, class sums normal, centred sums of squares ``c sigma^2 chi^2``), so the cost
-    does not grow with ``n``. Labels are averaged out exactly given ``(x, G)``:
-    the per-task gap is ``KL(p(.|x,G) || p(.|x,D_n)) >= 0`` and the per-task ``R_G`` term
-    is the entropy of ``p(.|x,G)``.
+    does not grow with ``n``.
 
-    Returns a dict with ``ns``, ``gap`` (means), ``gap_cov`` (covariance of the means
-    across ``ns``), ``gap_se``, ``R_G``, ``R_G_se``, ``R_D``, ``R_D_se``, ``tasks``.
+    Two estimators of the gap are recorded per task, from the same draws:
+
+    * **KL estimator** (label averaged out exactly given ``(x, G)``):
+      ``KL(p(.|x,G) || p(.|x,D_n))``, i.e. ``I(Y; G | X, D_n)`` of the theorem;
+    * **sampled-label estimator**: the query's drawn label ``y`` scored by both exact
+      predictors, ``-log p(y|x,D_n)`` and ``-log p(y|x,G)``, whose means are ``R_D`` and
+      ``R_G`` as defined ({prf:ref}`def-pi-bayes-risks`), so ``R_D - R_G`` is estimated
+      without using the KL.
+
+    Their per-task difference ``check = (-log p(y|x,D_n) + log p(y|x,G)) - KL`` has mean 0
+    exactly when part 1 of the theorem holds for the simulated label law.
+
+    Returns a dict with ``ns``, ``tasks``; ``gap`` (KL means), ``gap_cov`` (covariance of
+    the KL means across ``ns``), ``gap_se``; ``R_D``, ``R_D_se`` (sampled-label, per ``n``),
+    ``R_G``, ``R_G_se`` (sampled-label); ``gap_sampled``, ``gap_sampled_se`` (paired
+    ``R_D - R_G``); ``check``, ``check_se`` (mean and SE of the paired difference of the two
+    estimators); ``H_G`` (the mean entropy of ``p(.|x,G)``, the label-averaged ``R_G``).
     """
     ns = np.asarray(ns)
     if ns.ndim != 1 or ns.size == 0 or not np.issubdtype(ns.dtype, np.integer) or ns.min() < 1 \
@@ -257,9 +270,13 @@ def information_gap_curve(prior: GaussianAnomalyPrior, ns, tasks: int, rng: np.r
     steps = np.diff(np.concatenate([[0], ns]))
     s_gap = np.zeros(G)
     s_gap2 = np.zeros((G, G))
-    s_rg = s_rg2 = 0.0
+    s_rg = s_rg2 = s_hg = 0.0
     s_rd = np.zeros(G)
     s_rd2 = np.zeros(G)
+    s_ds = np.zeros(G)
+    s_ds2 = np.zeros(G)
+    s_ck = np.zeros(G)
+    s_ck2 = np.zeros(G)
     done = 0
     while done < tasks:
         t = min(chunk, tasks - done)
@@ -268,6 +285,9 @@ def information_gap_curve(prior: GaussianAnomalyPrior, ns, tasks: int, rng: np.r
         xq = mu + np.sqrt(prior.scales[yq][:, None] * var) * rng.standard_normal((t, d))
         lp_g = label_logprobs_given_generator(prior, mu, var, xq)
         h_g = entropy(lp_g)
+        rows = np.arange(t)
+        nll_g = -lp_g[rows, yq]
+        nll_d = np.empty((t, G))
         counts = np.zeros((t, 2))
         means = np.zeros((t, 2, d))
         m2 = np.zeros((t, 2, d))
@@ -289,22 +309,37 @@ def information_gap_curve(prior: GaussianAnomalyPrior, ns, tasks: int, rng: np.r
             post = posterior_from_class_stats(prior, counts, means, m2)
             lp_d = label_logprobs_given_context(prior, post, xq)
             kl[:, gi] = bernoulli_kl(lp_g, lp_d)
-        rd = h_g[:, None] + kl
+            nll_d[:, gi] = -lp_d[rows, yq]
+        ds = nll_d - nll_g[:, None]  # sampled-label estimate of R_D - R_G, per task
+        ck = ds - kl  # difference of the two estimators, per task
         s_gap += kl.sum(axis=0)
         s_gap2 += kl.T @ kl
-        s_rg += h_g.sum()
-        s_rg2 += (h_g ** 2).sum()
-        s_rd += rd.sum(axis=0)
-        s_rd2 += (rd ** 2).sum(axis=0)
+        s_rg += nll_g.sum()
+        s_rg2 += (nll_g ** 2).sum()
+        s_hg += h_g.sum()
+        s_rd += nll_d.sum(axis=0)
+        s_rd2 += (nll_d ** 2).sum(axis=0)
+        s_ds += ds.sum(axis=0)
+        s_ds2 += (ds ** 2).sum(axis=0)
+        s_ck += ck.sum(axis=0)
+        s_ck2 += (ck ** 2).sum(axis=0)
         done += t
     gap = s_gap / tasks
     cov = (s_gap2 / tasks - np.outer(gap, gap)) * tasks / max(tasks - 1, 1) / tasks
     rg = s_rg / tasks
     rd = s_rd / tasks
+    dsm = s_ds / tasks
+    ckm = s_ck / tasks
+
+    def _se(s2, m):
+        return np.sqrt(np.maximum(s2 / tasks - m ** 2, 0.0) / max(tasks - 1, 1))
+
     return {
         "ns": ns, "tasks": tasks, "gap": gap, "gap_cov": cov, "gap_se": np.sqrt(np.diag(cov)),
-        "R_G": rg, "R_G_se": np.sqrt(max(s_rg2 / tasks - rg ** 2, 0.0) / tasks),
-        "R_D": rd, "R_D_se": np.sqrt(np.maximum(s_rd2 / tasks - rd ** 2, 0.0) / tasks),
+        "R_G": rg, "R_G_se": float(_se(s_rg2, rg)), "H_G": s_hg / tasks,
+        "R_D": rd, "R_D_se": _se(s_rd2, rd),
+        "gap_sampled": dsm, "gap_sampled_se": _se(s_ds2, dsm),
+        "check": ckm, "check_se": _se(s_ck2, ckm),
     }
 
 
