@@ -85,3 +85,18 @@ def test_program_input_uses_the_teacher_embedding():
         z = m.logit(t["x"], t["g"]).double().numpy()
     lp = tf.label_logprobs(m, batch, "cpu", alpha=1.0)
     np.testing.assert_allclose(lp[:, 1] - lp[:, 0], z, rtol=1e-6, atol=1e-6)
+
+
+def test_embed_loss_flag_switches_the_embedding_loss_only():
+    """alpha = 0 throughout: default (no embedding loss) equals embed_loss=False, and embed_loss=True differs."""
+    prior = GaussianAnomalyPrior()
+    batch = tf.sample_batch(prior, 16, 4, np.random.default_rng(6))
+    outs = {}
+    for key in (None, False, True):
+        g = torch.Generator()
+        g.manual_seed(2)
+        m = tf.train(prior, 4, steps=5, batch=8, hidden=8, lr=1e-2, teacher_forcing=False, embed_weight=1.0,
+                     rng=np.random.default_rng(2), generator=g, device="cpu", embed_loss=key)
+        outs[key] = tf.label_logprobs(m, batch, "cpu")
+    np.testing.assert_array_equal(outs[None], outs[False])
+    assert not np.allclose(outs[None], outs[True])

@@ -159,12 +159,16 @@ def _label_logprobs(model, batch, device, chunk, alpha):
 
 def train(prior: GaussianAnomalyPrior, n: int, *, steps: int, batch: int, hidden: int, lr: float,
           teacher_forcing: bool, embed_weight: float, rng: np.random.Generator,
-          generator: torch.Generator, device, checkpoints=(), on_checkpoint=None) -> PrivilegedDetector:
+          generator: torch.Generator, device, checkpoints=(), on_checkpoint=None,
+          embed_loss: bool | None = None) -> PrivilegedDetector:
     """Train one detector on fresh tasks at every step.
 
     With ``teacher_forcing`` the head sees ``x_g = (1 - alpha) g_hat + alpha g`` under PIQL's
     schedule and the student also regresses the teacher embedding (weight ``embed_weight``);
     without it (the scratch model) ``alpha = 0`` and there is no embedding loss.
+    ``embed_loss`` overrides whether the embedding loss is added (default: ``teacher_forcing``);
+    ``teacher_forcing=False, embed_loss=True`` is the ablation with ``alpha = 0`` throughout
+    but the student still regressing the teacher embedding.
     ``on_checkpoint(step, model)`` is called after each step listed in ``checkpoints``.
     """
     for name, v in (("n", n), ("steps", steps), ("batch", batch)):
@@ -176,11 +180,12 @@ def train(prior: GaussianAnomalyPrior, n: int, *, steps: int, batch: int, hidden
         raise ValueError(f"embed_weight must be >= 0, got {embed_weight!r}")
     with _single_thread(device):
         return _train(prior, n, steps, batch, hidden, lr, teacher_forcing, embed_weight, rng, generator,
-                      device, checkpoints, on_checkpoint)
+                      device, checkpoints, on_checkpoint,
+                      teacher_forcing if embed_loss is None else bool(embed_loss))
 
 
 def _train(prior, n, steps, batch, hidden, lr, teacher_forcing, embed_weight, rng, generator, device,
-           checkpoints, on_checkpoint):
+           checkpoints, on_checkpoint, embed_loss):
     model = PrivilegedDetector(prior.d, hidden, device, generator)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
@@ -191,7 +196,7 @@ def _train(prior, n, steps, batch, hidden, lr, teacher_forcing, embed_weight, rn
         g_hat = model.student(b["cx"], b["cy"])
         xg = mix_embeddings(g_hat, b["g"], alpha)
         loss = nn.functional.binary_cross_entropy_with_logits(model.logit(b["x"], xg), b["y"])
-        if teacher_forcing and embed_weight > 0:
+        if embed_loss and embed_weight > 0:
             loss = loss + embed_weight * ((g_hat - b["g"]) ** 2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
