@@ -262,3 +262,11 @@ def test_tensorization_lower_bound_is_accurate_next_to_the_true_weight(h):
         near, arg = ident.log_tensorization_lower_bound(LAW_P, N, sched, w, [lam])
         assert arg == lam
         assert abs(near - limit) <= 10 * h + 1e-12
+
+
+def test_tensorization_row_reports_the_grid_bound_separately():
+    sched = schedules.FixedFraction(0.5)
+    row = ident.tensorization_row(LAW_P, 63, sched, 0.9, [0.2, 0.6])
+    grid, _ = ident.log_tensorization_lower_bound(LAW_P, 63, sched, 0.9, [0.2, 0.6])
+    assert row.log_c_grid == grid and row.log_c == max(grid, row.log_c_limit)
+    assert math.isnan(ident.tensorization_row(LAW_P, 63, sched, 0.9, None).log_c_grid)

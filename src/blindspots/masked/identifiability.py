@@ -751,7 +751,8 @@ class TensorizationRow:
     """Lower bounds on ``log C_AT`` for one schedule at one ``N``.
 
     ``log_c`` = max of the witness-grid bound and the ``lam -> w`` limit bound
-    (both valid lower bounds); ``log_c_limit`` the limit alone; ``m`` the bulk
+    (both valid lower bounds); ``log_c_limit`` the limit alone; ``log_c_grid`` the witness
+    grid alone (``nan`` when no grid was evaluated); ``m`` the bulk
     visible size; ``pi0`` the full-mask mass (``log C_AT <= -log pi0`` when positive).
     """
 
@@ -761,6 +762,7 @@ class TensorizationRow:
     log_c: float
     log_c_limit: float
     lam_star: float
+    log_c_grid: float = math.nan
 
 
 def tensorization_row(law, N: int, schedule, w: float, lams: Sequence[float] | None) -> TensorizationRow:
@@ -774,11 +776,13 @@ def tensorization_row(law, N: int, schedule, w: float, lams: Sequence[float] | N
     log_u = schedules.log_schedule_residual_uncertainty(law, N, schedule, w)
     limit = log_tensorization_limit_bound(log_u, w)
     best, arg = (limit, w)
+    grid_best = math.nan
     if lams is not None:
         grid_best, grid_arg = log_tensorization_lower_bound(law, N, schedule, w, lams)
         if grid_best > best:
             best, arg = grid_best, grid_arg
     ms, wt = schedule.support(N)
     return TensorizationRow(N=N, m=int(ms.max()), pi0=schedules.full_mask_mass(schedule, N),
-                            log_c=float(best), log_c_limit=float(limit), lam_star=float(arg))
+                            log_c=float(best), log_c_limit=float(limit), lam_star=float(arg),
+                            log_c_grid=float(grid_best))
 
