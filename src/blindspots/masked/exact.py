@@ -299,12 +299,18 @@ def _logit_shift(lam, w):
     lam = np.asarray(lam, dtype=float)
     w = np.asarray(w, dtype=float)
     # The log1p form is accurate only while its argument is moderate; far from ``w`` the
-    # ratio loses relative accuracy (and overflows for lam -> 1 or w -> 0), while the
-    # difference of logits is then accurate (|result| >= log 1.5 > 0, no cancellation).
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+    # ratio loses relative accuracy (and overflows for lam -> 1 or w -> 0). There we use
+    # log(lam / w) + log((1 - w) / (1 - lam)): both terms have the sign of lam - w (no
+    # cancellation, |result| >= log 1.5), and each ratio is formed to relative eps, so the
+    # error is a few eps absolute even when lam and w are both ~1e-300 (a difference of
+    # logits there would lose |log w| * eps). Where lam / w leaves the normal range,
+    # |log lam - log w| > 690 and the difference of logs is itself accurate.
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore", under="ignore"):
         x = (lam - w) / (w * (1.0 - lam))
         near = np.abs(x) <= 0.5
-        far = (np.log(lam) - np.log1p(-lam)) - (np.log(w) - np.log1p(-w))
+        r = lam / w
+        t1 = np.where((r > 1e-300) & (r < 1e300), np.log(r), np.log(lam) - np.log(w))
+        far = t1 + np.log((1.0 - w) / (1.0 - lam))
         out = np.where(near, np.log1p(np.where(near, x, 0.0)), far)
     return out
 
