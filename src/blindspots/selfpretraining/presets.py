@@ -9,13 +9,13 @@ _TRAIN = {"batch_size": 32, "lr": 3e-3, "mlm_prob": 0.5, "local_k": 2}
 PRESETS: dict = {
     "selfpretraining/01_gradient_blindness": {
         "smoke": {**_MODEL, "n_instances": 20, "n_model_seeds": 2, "grad_batch": 8, "band_k": 1,
-                  "warmup_steps": 5, "init_scales": [0.01, 0.1, 1.0], "scale_batch": 8, **_TRAIN},
+                  "warmup_steps": 5, "init_scales": [0.003, 0.03, 1.0], "slope_fit_max": 0.03, "scale_batch": 8, **_TRAIN},
         "book": {**_MODEL, "n_instances": 500, "n_model_seeds": 4, "grad_batch": 512, "band_k": 1,
                  "warmup_steps": 300, "init_scales": [0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0],
-                 "scale_batch": 32, **_TRAIN},
+                 "slope_fit_max": 0.03, "scale_batch": 32, **_TRAIN},
         "full": {**_MODEL, "n_instances": 5000, "n_model_seeds": 20, "grad_batch": 2048, "band_k": 1,
                  "warmup_steps": 2000, "init_scales": [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0],
-                 "scale_batch": 128, **_TRAIN},
+                 "slope_fit_max": 0.03, "scale_batch": 128, **_TRAIN},
     },
     "selfpretraining/02_training_mechanism": {
         "smoke": {**_MODEL, **_TRAIN, "n_train": 256, "n_test": 200, "seeds": 1, "spt_steps": 20,
@@ -28,8 +28,8 @@ PRESETS: dict = {
     "selfpretraining/03_ablations": {
         "smoke": {**_MODEL, **_TRAIN, "n_train": 64, "n_test": 100, "seeds": 1, "spt_epochs": [0, 1, 2],
                   "label_steps": 4, "depths": [1, 2], "depth_seeds": 1, "local_k": 2},
-        "book": {**_MODEL, **_TRAIN, "n_train": 512, "n_test": 500, "seeds": 1,
-                 "spt_epochs": [0, 1, 10, 50], "label_steps": 150, "depths": [1, 2, 4], "depth_seeds": 1},
+        "book": {**_MODEL, **_TRAIN, "n_train": 512, "n_test": 500, "seeds": 2,
+                 "spt_epochs": [0, 1, 10, 50], "label_steps": 150, "depths": [1, 2, 4], "depth_seeds": 2},
         "full": {**_MODEL, **_TRAIN, "n_train": 2000, "n_test": 5000, "seeds": 5,
                  "spt_epochs": [0, 1, 10, 50], "label_steps": 1000, "depths": [1, 2, 4], "depth_seeds": 5},
     },
