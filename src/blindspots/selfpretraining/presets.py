@@ -27,10 +27,18 @@ PRESETS: dict = {
     },
     "selfpretraining/03_ablations": {
         "smoke": {**_MODEL, **_TRAIN, "n_train": 64, "n_test": 100, "seeds": 1, "spt_epochs": [0, 1, 2],
-                  "label_steps": 4, "depths": [1, 2], "depth_seeds": 1, "local_k": 2},
+                  "label_steps": 4, "local_k": 2},
         "book": {**_MODEL, **_TRAIN, "n_train": 512, "n_test": 500, "seeds": 2,
-                 "spt_epochs": [0, 1, 10, 50], "label_steps": 150, "depths": [1, 2, 4], "depth_seeds": 2},
+                 "spt_epochs": [0, 1, 10, 50], "label_steps": 150},
         "full": {**_MODEL, **_TRAIN, "n_train": 2000, "n_test": 5000, "seeds": 5,
-                 "spt_epochs": [0, 1, 10, 50], "label_steps": 1000, "depths": [1, 2, 4], "depth_seeds": 5},
+                 "spt_epochs": [0, 1, 10, 50], "label_steps": 1000},
+    },
+    "selfpretraining/04_depth": {
+        "smoke": {**_MODEL, **_TRAIN, "n_train": 64, "n_test": 100, "spt_epochs": 2, "label_steps": 4,
+                  "depths": [1, 2], "depth_seeds": 1},
+        "book": {**_MODEL, **_TRAIN, "n_train": 512, "n_test": 500, "spt_epochs": 50, "label_steps": 150,
+                 "depths": [1, 2, 4], "depth_seeds": 2},
+        "full": {**_MODEL, **_TRAIN, "n_train": 2000, "n_test": 5000, "spt_epochs": 50, "label_steps": 1000,
+                 "depths": [1, 2, 4], "depth_seeds": 5},
     },
 }
