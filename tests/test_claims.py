@@ -80,3 +80,13 @@ def test_load_records_skips_run_records(records):
     claims.claim("a", "a", 1, 1, 1)
     (folder / "_run.json").write_text("{}")
     assert [r["id"] for r in claims.load_records(folder.parent)] == ["a"]
+
+
+def test_load_records_of_one_chapter(records):
+    folder, chapter = records
+    claims.claim("mine", "mine", 1, 1, 1)
+    other = folder.parent / "other__chapter"
+    other.mkdir()
+    (other / "theirs.json").write_text(json.dumps({"id": "theirs"}))
+    assert [r["id"] for r in claims.load_records(folder.parent, chapter=chapter)] == ["mine"]
+    assert {r["id"] for r in claims.load_records(folder.parent)} == {"mine", "theirs"}

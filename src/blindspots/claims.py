@@ -83,7 +83,7 @@ def _check_number(name: str, value: Any) -> float:
 
 
 def _record(c: Claim) -> None:
-    folder = runtime.records_dir() / (c.notebook or "unknown").replace("/", "__")
+    folder = runtime.chapter_records_dir(c.notebook or "unknown")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{c.id}.json").write_text(json.dumps(c.to_json(), indent=1))
 
@@ -156,13 +156,17 @@ def claim_bound(cid: str, statement: str, measured: Any, relation: str, bound: A
     return _finish(c, show)
 
 
-def load_records(folder=None) -> list[dict[str, Any]]:
-    """Every claim record below ``folder`` (default: :func:`runtime.records_dir`)."""
+def load_records(folder=None, chapter: str | None = None) -> list[dict[str, Any]]:
+    """Every claim record below ``folder`` (default: :func:`runtime.records_dir`), or only ``chapter``'s.
+
+    Run records (``_run.json``) are not claims and are skipped.
+    """
     from pathlib import Path
 
     root = Path(folder) if folder else runtime.records_dir()
+    pattern = f"{runtime.chapter_records_dir(chapter, root).name}/*.json" if chapter else "*/*.json"
     out = []
-    for path in sorted(root.glob("*/*.json")):
+    for path in sorted(root.glob(pattern)):
         if path.name.startswith("_"):
             continue
         out.append(json.loads(path.read_text()))

@@ -54,6 +54,11 @@ def records_dir() -> Path:
     return Path(env) if env else repo_root() / "_build" / "claims"
 
 
+def chapter_records_dir(chapter: str, root: Path | None = None) -> Path:
+    """The folder of one chapter's claim and run records (below ``root``, default :func:`records_dir`)."""
+    return Path(root or records_dir()) / chapter.replace("/", "__")
+
+
 def physical_cores() -> int:
     """Physical cores available to this process (hyper-threads counted once)."""
     try:
@@ -151,7 +156,7 @@ class Run:
             "elapsed_s": round(self.elapsed(), 2),
             "python": platform.python_version(),
         }
-        folder = records_dir() / self.chapter.replace("/", "__")
+        folder = chapter_records_dir(self.chapter)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "_run.json").write_text(json.dumps(record, indent=1))
         print(f"{self.chapter}: scale={self.scale}, device={self.device}, "
@@ -184,7 +189,7 @@ def setup(scale: str = "book", device: str = "auto", seed: int = 0, *, chapter: 
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     np.random.seed(seed)  # only for third-party code that reads the global state
-    folder = records_dir() / chapter.replace("/", "__")
+    folder = chapter_records_dir(chapter)
     if folder.is_dir():
         for old in folder.glob("*.json"):
             old.unlink()

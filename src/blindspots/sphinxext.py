@@ -157,10 +157,9 @@ def _chapter_title(chapter: str) -> str:
 
 def verification_markdown(claims_dir: Path) -> str:
     """Every recorded claim, grouped by chapter in table-of-contents order."""
-    records = []
-    for path in sorted(Path(claims_dir).glob("*/*.json")):
-        if not path.name.startswith("_"):
-            records.append(json.loads(path.read_text()))
+    from .claims import load_records
+
+    records = load_records(claims_dir) if Path(claims_dir).is_dir() else []
     if not records:
         return ("```{note}\nNo claim records were found in `" + str(claims_dir) +
                 "`. Run `make book` (or `make test`) to execute the notebooks.\n```\n")

@@ -1,9 +1,8 @@
 """Full-scale runs on CUDA (`make test-gpu`); skipped cleanly without CUDA."""
 
-import json
-
 import pytest
 
+from blindspots import claims
 from conftest import ROOT, cuda_available, toc_notebooks
 
 pytestmark = [pytest.mark.gpu,
@@ -21,7 +20,6 @@ def test_notebook_runs_at_full_scale_on_cuda(nb, tmp_path, monkeypatch):
                                parameters={"scale": "full", "device": "cuda"},
                                cwd=str(path.parent), kernel_name="python3", progress_bar=False)
     chapter = nb.removeprefix("notebooks/").removesuffix(".ipynb")
-    folder = claims_dir / chapter.replace("/", "__")
-    records = [json.loads(p.read_text()) for p in folder.glob("*.json") if not p.name.startswith("_")]
+    records = claims.load_records(claims_dir, chapter=chapter)
     assert records and all(r["passed"] for r in records)
     assert all(r["device"].startswith("cuda") for r in records)

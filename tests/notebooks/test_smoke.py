@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from blindspots import claims, runtime
 from conftest import ROOT, toc_notebooks
 
 
@@ -17,8 +18,8 @@ def test_notebook_runs_at_smoke_scale(nb, tmp_path, monkeypatch):
     papermill.execute_notebook(str(path), str(tmp_path / path.name), parameters={"scale": "smoke"},
                                cwd=str(path.parent), kernel_name="python3", progress_bar=False)
     chapter = nb.removeprefix("notebooks/").removesuffix(".ipynb")
-    folder = claims_dir / chapter.replace("/", "__")
-    records = [json.loads(p.read_text()) for p in folder.glob("*.json") if not p.name.startswith("_")]
+    folder = runtime.chapter_records_dir(chapter, claims_dir)
+    records = claims.load_records(claims_dir, chapter=chapter)
     assert records, f"{nb} recorded no claim"
     failed = [r["id"] for r in records if not r["passed"]]
     assert not failed, f"{nb}: claims failed: {failed}"
