@@ -11,11 +11,12 @@ CLAIMS := $(CURDIR)/_build/claims
 timed = mkdir -p _build/timings; start=$$(date +%s); $(2); rc=$$?; \
 	echo $$(( $$(date +%s) - start )) > _build/timings/$(1).txt; exit $$rc
 
-.PHONY: help setup book test test-unit test-smoke test-nbval test-docs test-gpu lab bench clean
+.PHONY: help setup book test test-unit test-smoke test-nbval test-mutants test-docs test-gpu lab bench clean
 
 help:
 	@echo "make book      set up .venv, run every notebook at book scale, build _build/html"
-	@echo "make test      set up .venv and run the whole test suite (unit, smoke, nbval, strict build)"
+	@echo "make test      set up .venv and run the whole test suite (unit, smoke, nbval, mutants, strict build)"
+	@echo "make test-mutants  planted errors: every verification claim must fail under one"
 	@echo "make test-gpu  full-scale notebook runs and book-scale nbval on CUDA"
 	@echo "make lab       JupyterLab on notebooks/"
 	@echo "make bench     print the benchmarks' measured ratios"
@@ -30,15 +31,19 @@ $(STAMP): pyproject.toml
 	touch $@
 
 # Notebooks execute through jupyter-cache; blindspots.sphinxext clears the cache when src/ changes.
+# The mutation tests then plant errors against the claims just recorded, and a second (cached,
+# seconds) build puts their score into the verification report.
 book: $(STAMP)
+	BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(JB) build . --builder html
+	$(MAKE) test-mutants
 	BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(JB) build . --builder html
 	@echo "Open _build/html/index.html"
 
 test: $(STAMP)
-	$(MAKE) test-unit test-smoke test-nbval test-docs
+	$(MAKE) test-unit test-smoke test-nbval test-mutants test-docs
 
 test-unit: $(STAMP)
-	@$(call timed,test-unit,$(BIN)/pytest tests --ignore=tests/notebooks -q)
+	@$(call timed,test-unit,$(BIN)/pytest tests --ignore=tests/notebooks --ignore=tests/mutants -q)
 
 # Each notebook once at smoke scale (papermill), with the toc and environment checks.
 test-smoke: $(STAMP)
@@ -48,6 +53,11 @@ test-smoke: $(STAMP)
 test-nbval: $(STAMP)
 	@$(call timed,test-nbval,BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(BIN)/pytest -q -p no:cacheprovider --nbval-lax \
 	  --nbval-sanitize-with tests/notebooks/sanitize.cfg --ignore-glob="*/.ipynb_checkpoints/*" notebooks)
+
+# Planted errors (tests/mutants): each verification claim recorded by the book-scale run must be
+# killed by one, at smoke scale or at unit level; the score lands in the verification report.
+test-mutants: $(STAMP)
+	@$(call timed,test-mutants,BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(BIN)/pytest tests/mutants -q -p no:cacheprovider)
 
 # Strict build (-W -n): broken references or citations fail. Notebooks were just run by
 # nbval, so this build renders their committed outputs instead of running them again.

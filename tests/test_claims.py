@@ -15,7 +15,7 @@ def records(tmp_path, monkeypatch, fake_chapter):
 
 def test_passing_claim_records_every_field(records, capsys):
     folder, chapter = records
-    c = claims.claim("answer", "the answer is 42", 42.0000001, 42, 1e-6, theorem="thm-x")
+    c = claims.claim("answer", "the answer is 42", 42.0000001, 42, 1e-6, theorem="thm-x", kind="verification")
     rec = json.loads((folder / "answer.json").read_text())
     assert rec["passed"] is True and c.passed
     for key in ("id", "statement", "measured", "expected", "tolerance", "passed", "scale", "device", "notebook"):
@@ -27,49 +27,49 @@ def test_passing_claim_records_every_field(records, capsys):
 def test_failing_claim_raises_readably_and_is_recorded(records):
     folder, _ = records
     with pytest.raises(claims.ClaimFailed, match="claim 'wrong' failed: one equals two"):
-        claims.claim("wrong", "one equals two", 1.0, 2.0, 0.5)
+        claims.claim("wrong", "one equals two", 1.0, 2.0, 0.5, kind="verification")
     assert json.loads((folder / "wrong.json").read_text())["passed"] is False
 
 
 def test_relative_tolerance(records):
-    claims.claim("rel", "relative", 1.0 + 1e-9, 1.0, 1e-8, rel=True)
+    claims.claim("rel", "relative", 1.0 + 1e-9, 1.0, 1e-8, rel=True, kind="verification")
     with pytest.raises(claims.ClaimFailed):
-        claims.claim("rel2", "relative", 1e-300 * (1 + 1e-6), 1e-300, 1e-8, rel=True)
+        claims.claim("rel2", "relative", 1e-300 * (1 + 1e-6), 1e-300, 1e-8, rel=True, kind="verification")
 
 
 def test_zero_tolerance_is_refused(records):
     with pytest.raises(ValueError, match="tol must be > 0"):
-        claims.claim("z", "exact", 1.0, 1.0, 0.0)
+        claims.claim("z", "exact", 1.0, 1.0, 0.0, kind="verification")
 
 
 @pytest.mark.parametrize("relation,measured,bound,ok", [
     ("<=", 1.0, 1.0, True), ("<", 1.0, 1.0, False), (">=", 0.5, 1.0, False), (">", 2.0, 1.0, True)])
 def test_bounds(records, relation, measured, bound, ok):
     if ok:
-        assert claims.claim_bound("b", "bound", measured, relation, bound).passed
+        assert claims.claim_bound("b", "bound", measured, relation, bound, kind="verification").passed
     else:
         with pytest.raises(claims.ClaimFailed):
-            claims.claim_bound("b", "bound", measured, relation, bound)
+            claims.claim_bound("b", "bound", measured, relation, bound, kind="verification")
 
 
 def test_slack_loosens_a_bound(records):
-    claims.claim_bound("s", "within slack", 1.05, "<=", 1.0, slack=0.1)
+    claims.claim_bound("s", "within slack", 1.05, "<=", 1.0, slack=0.1, kind="verification")
     with pytest.raises(ValueError, match="slack must be >= 0"):
-        claims.claim_bound("s", "negative slack", 1.0, "<=", 1.0, slack=-1)
+        claims.claim_bound("s", "negative slack", 1.0, "<=", 1.0, slack=-1, kind="verification")
 
 
 def test_bad_inputs_name_the_parameter(records):
     with pytest.raises(ValueError, match="relation must be one of"):
-        claims.claim_bound("r", "x", 1, "!=", 2)
+        claims.claim_bound("r", "x", 1, "!=", 2, kind="verification")
     with pytest.raises(ValueError, match="measured must not be NaN"):
-        claims.claim("n", "x", float("nan"), 1, 1)
+        claims.claim("n", "x", float("nan"), 1, 1, kind="verification")
     with pytest.raises(ValueError, match="id must be"):
-        claims.claim("Bad Id", "x", 1, 1, 1)
+        claims.claim("Bad Id", "x", 1, 1, 1, kind="verification")
 
 
 def test_printed_line_is_rounded_and_folds_negative_zero(records, capsys):
-    claims.claim("r", "rounding", 0.123456789, 0.1234568, 1e-6, digits=3)
-    claims.claim("z", "zero", -0.0, 0.0, 1e-12)
+    claims.claim("r", "rounding", 0.123456789, 0.1234568, 1e-6, digits=3, kind="verification")
+    claims.claim("z", "zero", -0.0, 0.0, 1e-12, kind="verification")
     out = capsys.readouterr().out.splitlines()
     assert out == ["[PASS] r: measured 0.123, expected 0.123 ± 1e-06",
                    "[PASS] z: measured 0, expected 0 ± 1e-12"]
@@ -77,16 +77,102 @@ def test_printed_line_is_rounded_and_folds_negative_zero(records, capsys):
 
 def test_load_records_skips_run_records(records):
     folder, _ = records
-    claims.claim("a", "a", 1, 1, 1)
+    claims.claim("a", "a", 1, 1, 1, kind="verification")
     (folder / "_run.json").write_text("{}")
     assert [r["id"] for r in claims.load_records(folder.parent)] == ["a"]
 
 
 def test_load_records_of_one_chapter(records):
     folder, chapter = records
-    claims.claim("mine", "mine", 1, 1, 1)
+    claims.claim("mine", "mine", 1, 1, 1, kind="verification")
     other = folder.parent / "other__chapter"
     other.mkdir()
     (other / "theirs.json").write_text(json.dumps({"id": "theirs"}))
     assert [r["id"] for r in claims.load_records(folder.parent, chapter=chapter)] == ["mine"]
     assert {r["id"] for r in claims.load_records(folder.parent)} == {"mine", "theirs"}
+
+
+def test_kind_is_required_and_checked(records):
+    with pytest.raises(TypeError, match="kind"):
+        claims.claim("k", "no kind", 1, 1, 1)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        claims.claim("k", "bad kind", 1, 1, 1, kind="proof")
+    with pytest.raises(ValueError, match="show must be one of"):
+        claims.claim("k", "bad show", 1, 1, 1, kind="sanity", show="loud")
+
+
+def test_kind_and_margin_are_recorded(records):
+    folder, _ = records
+    claims.claim("eq", "equality", 1.3, 1.0, 0.5, kind="consistency")
+    rec = json.loads((folder / "eq.json").read_text())
+    assert rec["kind"] == "consistency"
+    assert rec["margin"] == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize("measured,relation,bound,slack,expected", [
+    (1.05, "<=", 1.0, 0.1, 0.5), (0.5, "<=", 1.0, 0.1, 0.0), (0.95, ">=", 1.0, 0.1, 0.5),
+    (0.5, "<", 1.0, 0.0, None), (2.0, ">", 1.0, 0.0, None)])
+def test_margin_of_a_bound_is_the_share_of_slack_used(measured, relation, bound, slack, expected):
+    m = claims.margin(measured, bound, slack, relation)
+    assert m == (pytest.approx(expected) if expected is not None else None)
+
+
+def test_margin_of_a_failed_bound_without_slack_is_infinite():
+    assert claims.margin(2.0, 1.0, 0.0, "<=") == float("inf")
+
+
+def test_pass_line_shows_id_kind_and_criterion_only(records, capsys):
+    claims.claim_bound("acc", "mean accuracy gain exceeds 0.1", 0.3141592, ">", 0.1, kind="verification", show="pass")
+    assert capsys.readouterr().out.strip() == "[PASS] acc (verification): mean accuracy gain exceeds 0.1"
+
+
+def test_table_lists_this_runs_claims_with_margins(records, capsys):
+    claims.claim("t1", "one", 1.9, 1.0, 1.0, kind="verification", show=False)
+    claims.claim("t1", "one, re-run", 1.0, 1.0, 1.0, kind="verification", show=False)
+    claims.claim_bound("t2", "two", 0.5, "<=", 1.0, kind="sanity", show=False)
+    text = claims.table()
+    rows = [ln for ln in text.splitlines() if ln.startswith("t")]
+    assert [r.split()[0] for r in rows] == ["t1", "t2"]  # a re-run replaces, not repeats
+    assert rows[0].split()[-1] == "0.00" and rows[1].split()[-1] == "-"
+    assert "2 claims: 1 verifications, 0 consistency, 1 sanity" in text
+
+
+def test_table_flags_margins_near_the_edge(records):
+    claims.claim("edge", "close call", 1.9, 1.0, 1.0, kind="verification", show=False)
+    assert claims.table().splitlines()[2].endswith("0.90 !")
+
+
+def test_seed_effect_matches_scipy_welch_and_paired_intervals():
+    from scipy import stats
+
+    a, b = [0.81, 0.77, 0.85, 0.79, 0.90], [0.52, 0.49, 0.55, 0.50, 0.51]
+    eff = claims.seed_effect(a, b)
+    ref = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert (eff.low, eff.high) == (pytest.approx(ref.low), pytest.approx(ref.high))
+    assert eff.t() == pytest.approx(stats.ttest_ind(a, b, equal_var=False).statistic)
+    paired = claims.seed_effect(a, b, paired=True)
+    ref = stats.ttest_rel(a, b).confidence_interval(0.95)
+    assert (paired.low, paired.high) == (pytest.approx(ref.low), pytest.approx(ref.high))
+
+
+def test_claim_effect_passes_when_the_interval_clears_the_threshold(records):
+    a, b = [0.81, 0.77, 0.85, 0.79, 0.90], [0.52, 0.49, 0.55, 0.50, 0.51]
+    eff = claims.claim_effect("gain", "gain above 0.2", a, b, exceeds=0.2)
+    assert eff.low > 0.2
+    with pytest.raises(claims.ClaimFailed):  # the interval reaches below 0.3
+        claims.claim_effect("gain2", "gain above 0.3", a, b, exceeds=0.3)
+
+
+def test_claim_effect_counts_the_seed_spread(records):
+    # One lucky seed: the means differ, but the spread over seeds leaves the interval across zero.
+    with pytest.raises(claims.ClaimFailed):
+        claims.claim_effect("lucky", "one lucky seed is not an effect", [0.5, 0.5, 0.5, 0.5, 0.95],
+                            [0.5, 0.51, 0.49, 0.5, 0.5])
+
+
+@pytest.mark.parametrize("kwargs,match", [({"treated": [1.0], "control": [1.0, 2.0]}, "at least 2 seeds"),
+                                          ({"treated": [1, 2], "control": [1, 2, 3], "paired": True}, "same seeds"),
+                                          ({"treated": [1, 2], "control": [1, 2], "confidence": 1.0}, "confidence must")])
+def test_seed_effect_rejects_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        claims.seed_effect(**kwargs)

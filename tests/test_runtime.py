@@ -90,3 +90,51 @@ def test_every_scale_of_a_chapter_sets_the_same_sizes():
     for chapter, table in runtime.all_presets().items():
         keys = {scale: set(table[scale]) for scale in runtime.SCALES}
         assert keys["smoke"] == keys["book"] == keys["full"], (chapter, keys)
+
+
+def _seeded_draw(seed, scale=1.0):
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    return scale * float(torch.randn(3, generator=gen).sum()), torch.get_num_threads()
+
+
+def test_map_seeds_keeps_order_and_gives_one_thread_per_worker():
+    serial = runtime.map_seeds(_seeded_draw, [3, 1, 2], n_jobs=1, scale=2.0)
+    parallel = runtime.map_seeds(_seeded_draw, [3, 1, 2], n_jobs=2, scale=2.0)
+    assert [v for v, _ in serial] == [v for v, _ in parallel]  # same numbers in or out of a pool
+    assert all(threads == 1 for _, threads in serial + parallel)
+
+
+def test_map_seeds_restores_the_callers_thread_count():
+    import torch
+
+    before = torch.get_num_threads()
+    runtime.map_seeds(_seeded_draw, [0], n_jobs=1)
+    assert torch.get_num_threads() == before
+
+
+@pytest.mark.parametrize("kwargs,match", [({"seeds": []}, "seeds must name"), ({"seeds": [-1]}, "non-negative"),
+                                          ({"seeds": [0], "n_jobs": 0}, "n_jobs must be"),
+                                          ({"seeds": [0], "threads_per_job": 0}, "threads_per_job must be")])
+def test_map_seeds_rejects_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        runtime.map_seeds(_seeded_draw, **kwargs)
+
+
+def test_import_blindspots_does_not_import_pyplot():
+    import subprocess
+    import sys
+
+    code = "import sys, blindspots; print('matplotlib.pyplot' in sys.modules, 'torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"], "plotting and torch must be imported when used, not with blindspots"
+
+
+def test_plotting_draws_a_figure_after_a_lazy_import():
+    from blindspots import plotting
+
+    fig, ax = plotting.figure()
+    assert plotting.plt.gcf() is fig
+    assert plotting.mpl.rcParams["figure.facecolor"] == "white"
+    plotting.plt.close(fig)

@@ -5,7 +5,7 @@ Parts: :mod:`blindspots.masked` (mode blindness), :mod:`blindspots.selfpretraini
 """
 
 from . import claims, plotting, runtime
-from .claims import claim, claim_bound
+from .claims import claim, claim_bound, claim_effect
 
-__all__ = ["claims", "plotting", "runtime", "claim", "claim_bound"]
+__all__ = ["claims", "plotting", "runtime", "claim", "claim_bound", "claim_effect"]
 __version__ = "0.1.0"

@@ -7,7 +7,16 @@ tolerance) or :func:`claim_bound` (an inequality). A claim
 * records itself as JSON in ``$BLINDSPOTS_CLAIMS_DIR/<chapter>/<id>.json``
   (default ``_build/claims``), which the verification report lists;
 * prints one line with values rounded to ``digits`` significant figures, so the
-  text is the same on any CPU, thread count or GPU and nbval can compare it.
+  text is the same on any CPU, thread count or GPU and nbval can compare it
+  (``show="pass"`` prints the id and the criterion only, for results such as
+  trained accuracies whose digits legitimately differ between machines);
+* has a ``kind``: a **verification** is a claim that a wrong theory or a bug would
+  make fail (each one is killed by a planted error in ``make test-mutants``); a
+  **consistency** check holds by construction (an identity, a copy, Gibbs'
+  inequality); a **sanity** check guards a premise or a size. Only verifications
+  count as verified results;
+* records its *margin*, how much of its tolerance it used (see :func:`margin`);
+  :func:`table` prints every claim of the run with it.
 """
 
 from __future__ import annotations
@@ -21,6 +30,9 @@ from typing import Any
 from . import runtime
 
 RELATIONS = ("==", "<=", ">=", "<", ">")
+KINDS = ("verification", "consistency", "sanity")
+SHOW = (True, False, "value", "pass")
+MARGIN_WARNING = 0.8  # the report flags claims that used more than this share of their tolerance
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
@@ -57,6 +69,13 @@ class Claim:
     notebook: str | None
     theorem: str | None
     digits: int
+    kind: str = "verification"
+    margin: float | None = None
+
+    def pass_line(self) -> str:
+        """The id, kind and criterion, without values: identical on any machine while it passes."""
+        mark = "PASS" if self.passed else "FAIL"
+        return f"[{mark}] {self.id} ({self.kind}): {self.statement}"
 
     def line(self) -> str:
         mark = "PASS" if self.passed else "FAIL"
@@ -82,6 +101,54 @@ def _check_number(name: str, value: Any) -> float:
     return out
 
 
+def margin(measured: float, expected: float, tolerance: float, relation: str) -> float | None:
+    """Share of the tolerance a claim used: 0 is dead centre (or deep inside a bound), 1 is the edge.
+
+    For ``==`` it is ``|measured - expected| / tolerance``. For a bound with slack ``s`` it is the
+    signed excess over the bound divided by ``s`` (negative when the bound holds without the slack),
+    clipped at 0. A bound without slack has no scale to measure against: ``None`` while it holds,
+    ``inf`` when it fails.
+    """
+    if relation == "==":
+        return abs(measured - expected) / tolerance if tolerance > 0 else math.inf
+    excess = measured - expected if relation in ("<=", "<") else expected - measured
+    if tolerance > 0:
+        return max(0.0, excess / tolerance)
+    holds = excess <= 0 if relation in ("<=", ">=") else excess < 0
+    return None if holds else math.inf
+
+
+def session_claims() -> list[Claim]:
+    """The claims made since the latest ``runtime.setup`` (in order; a re-run claim replaces the old)."""
+    run = runtime.current()
+    latest = {c.id: c for c in (run.claims if run else [])}
+    return list(latest.values())
+
+
+def table(claims: list[Claim] | None = None) -> str:
+    """A plain-text table of claims (default: this run's) with their margins; printed and returned.
+
+    Meant for a cell that nbval does not compare: measured values of training runs differ in their
+    last digits between machines, the pass lines that nbval checks do not.
+    """
+    rows = session_claims() if claims is None else claims
+    head = f"{'claim':<44} {'kind':<12} {'measured':>11} {'rel':>2} {'expected':>11} {'tol/slack':>9} {'margin':>7}"
+    lines = [head, "-" * len(head)]
+    for c in rows:
+        m = "-" if c.margin is None else ("inf" if math.isinf(c.margin) else f"{c.margin:.2f}")
+        flag = " !" if (c.margin is not None and c.margin > MARGIN_WARNING) else ""
+        lines.append(f"{c.id[:44]:<44} {c.kind:<12} {_round(c.measured, 5):>11} {c.relation:>2} "
+                     f"{_round(c.expected, 5):>11} {_round(c.tolerance, 2):>9} {m:>7}{flag}")
+    n_ver = sum(c.kind == "verification" for c in rows)
+    lines.append(f"{len(rows)} claims: {n_ver} verifications, "
+                 f"{sum(c.kind == 'consistency' for c in rows)} consistency, "
+                 f"{sum(c.kind == 'sanity' for c in rows)} sanity; "
+                 f"margin = share of the tolerance used ('!' above {MARGIN_WARNING})")
+    text = "\n".join(lines)
+    print(text)
+    return text
+
+
 def _record(c: Claim) -> None:
     folder = runtime.chapter_records_dir(c.notebook or "unknown")
     folder.mkdir(parents=True, exist_ok=True)
@@ -89,24 +156,35 @@ def _record(c: Claim) -> None:
 
 
 def _make(cid: str, statement: str, measured: Any, expected: Any, tolerance: float,
-          relation: str, theorem: str | None, digits: int, passed: bool) -> Claim:
+          relation: str, theorem: str | None, digits: int, passed: bool, kind: str) -> Claim:
     run = runtime.current()
     return Claim(id=cid, statement=statement, measured=measured, expected=expected,
                  tolerance=tolerance, relation=relation, passed=bool(passed),
                  scale=run.scale if run else None, device=str(run.device) if run else None,
-                 notebook=run.chapter if run else None, theorem=theorem, digits=digits)
+                 notebook=run.chapter if run else None, theorem=theorem, digits=digits, kind=kind,
+                 margin=margin(measured, expected, tolerance, relation))
 
 
-def _finish(c: Claim, show: bool) -> Claim:
+def _finish(c: Claim, show: bool | str) -> Claim:
     _record(c)
-    if show:
+    run = runtime.current()
+    if run is not None:
+        run.claims.append(c)
+    if show is True or show == "value":
         print(c.line())
+    elif show == "pass":
+        print(c.pass_line())
     if not c.passed:
         raise ClaimFailed(f"claim {c.id!r} failed: {c.statement}\n  {c.line()}")
     return c
 
 
-def _validate(cid: str, statement: str, digits: int) -> None:
+def _validate(cid: str, statement: str, digits: int, kind: str = "verification",
+              show: bool | str = True) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if not any(show is v for v in (True, False)) and show not in ("value", "pass"):
+        raise ValueError(f"show must be one of {SHOW}, got {show!r}")
     if not isinstance(cid, str) or not _ID.match(cid):
         raise ValueError(f"id must be lower-case letters, digits, '_', '-' or '.', got {cid!r}")
     if not statement:
@@ -116,14 +194,17 @@ def _validate(cid: str, statement: str, digits: int) -> None:
 
 
 def claim(cid: str, statement: str, measured: Any, expected: Any, tol: float, *,
-          rel: bool = False, theorem: str | None = None, digits: int = 4,
-          show: bool = True) -> Claim:
+          kind: str, rel: bool = False, theorem: str | None = None, digits: int = 4,
+          show: bool | str = True) -> Claim:
     """Claim ``|measured - expected| <= tol`` (or ``<= tol * |expected|`` with ``rel``).
 
     ``tol`` must be positive: a claim with no tolerance could only pass by luck
-    of rounding. ``theorem`` is the label the claim checks, e.g. ``thm-mode-blindness``.
+    of rounding. ``kind`` is one of :data:`KINDS` and has no default: say what the
+    claim is. ``theorem`` is the label the claim checks, e.g. ``thm-mode-blindness``.
+    ``show``: ``True``/``"value"`` prints rounded values, ``"pass"`` the id and
+    criterion only, ``False`` nothing (the margin table still lists it).
     """
-    _validate(cid, statement, digits)
+    _validate(cid, statement, digits, kind, show)
     m = _check_number("measured", measured)
     e = _check_number("expected", expected)
     t = _check_number("tol", tol)
@@ -131,19 +212,19 @@ def claim(cid: str, statement: str, measured: Any, expected: Any, tol: float, *,
         raise ValueError(f"tol must be > 0, got {tol!r}")
     bound = t * abs(e) if rel else t
     passed = abs(m - e) <= bound
-    c = _make(cid, statement, m, e, t if not rel else t * abs(e), "==", theorem, digits, passed)
+    c = _make(cid, statement, m, e, t if not rel else t * abs(e), "==", theorem, digits, passed, kind)
     return _finish(c, show)
 
 
 def claim_bound(cid: str, statement: str, measured: Any, relation: str, bound: Any, *,
-                slack: float = 0.0, theorem: str | None = None, digits: int = 4,
-                show: bool = True) -> Claim:
+                kind: str, slack: float = 0.0, theorem: str | None = None, digits: int = 4,
+                show: bool | str = True) -> Claim:
     """Claim ``measured <relation> bound``, with ``relation`` one of ``<=, >=, <, >``.
 
     ``slack`` (>= 0) loosens the bound by an amount the statement must justify,
-    such as a Monte Carlo standard error times a z-value.
+    such as a Monte Carlo standard error times a z-value. ``kind`` and ``show`` as in :func:`claim`.
     """
-    _validate(cid, statement, digits)
+    _validate(cid, statement, digits, kind, show)
     if relation not in RELATIONS[1:]:
         raise ValueError(f"relation must be one of {RELATIONS[1:]}, got {relation!r}")
     m = _check_number("measured", measured)
@@ -152,7 +233,7 @@ def claim_bound(cid: str, statement: str, measured: Any, relation: str, bound: A
     if s < 0:
         raise ValueError(f"slack must be >= 0, got {slack!r}")
     passed = {"<=": m <= b + s, ">=": m >= b - s, "<": m < b + s, ">": m > b - s}[relation]
-    c = _make(cid, statement, m, b, s, relation, theorem, digits, passed)
+    c = _make(cid, statement, m, b, s, relation, theorem, digits, passed, kind)
     return _finish(c, show)
 
 
@@ -171,3 +252,89 @@ def load_records(folder=None, chapter: str | None = None) -> list[dict[str, Any]
             continue
         out.append(json.loads(path.read_text()))
     return out
+
+
+# ----------------------------------------------------------------------------
+# Training effects: statistics over seeds
+
+
+@dataclass
+class SeedEffect:
+    """Mean difference between two arms of per-seed results, with the seed spread in its error.
+
+    ``difference`` is mean(treated) - mean(control) (paired: the mean of per-seed differences);
+    ``se`` its standard error from the seed-to-seed spread (Welch for two samples); ``low`` and
+    ``high`` the two-sided ``confidence`` interval from Student's t with ``df`` degrees of freedom.
+    """
+
+    difference: float
+    se: float
+    df: float
+    low: float
+    high: float
+    confidence: float
+    n_treated: int
+    n_control: int
+    paired: bool
+
+    def t(self, exceeds: float = 0.0) -> float:
+        """Student's t of ``difference - exceeds``."""
+        if self.se == 0:
+            return math.copysign(math.inf, self.difference - exceeds) if self.difference != exceeds else 0.0
+        return (self.difference - exceeds) / self.se
+
+    def critical_t(self) -> float:
+        """The t that the lower end of the interval clears exactly (one-sided level (1-confidence)/2)."""
+        from scipy import stats
+
+        return float(stats.t.ppf(0.5 + self.confidence / 2, self.df))
+
+    def __str__(self) -> str:
+        return (f"{self.difference:+.4f} (s.e. {self.se:.4f} over seeds; {100 * self.confidence:.0f}% CI "
+                f"[{self.low:+.4f}, {self.high:+.4f}], n = {self.n_treated} vs {self.n_control}"
+                f"{', paired' if self.paired else ''})")
+
+
+def seed_effect(treated: Any, control: Any, *, paired: bool = False, confidence: float = 0.95) -> SeedEffect:
+    """Effect of ``treated`` over ``control`` from one value per seed and arm (at least 2 each)."""
+    import numpy as np
+    from scipy import stats
+
+    a = np.asarray(treated, dtype=float).ravel()
+    b = np.asarray(control, dtype=float).ravel()
+    if a.size < 2 or b.size < 2:
+        raise ValueError(f"treated and control need at least 2 seeds each, got {a.size} and {b.size}")
+    if not np.all(np.isfinite(a)) or not np.all(np.isfinite(b)):
+        raise ValueError("treated and control must be finite")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    if paired:
+        if a.size != b.size:
+            raise ValueError(f"paired arms need the same seeds, got {a.size} and {b.size} values")
+        d = a - b
+        diff, se, df = float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size)), float(d.size - 1)
+    else:
+        va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+        diff, se = float(a.mean() - b.mean()), float(math.sqrt(va + vb))
+        # Welch-Satterthwaite; with no spread at all the t test has n_a + n_b - 2 degrees of freedom.
+        df = float((va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))) if va + vb > 0 \
+            else float(a.size + b.size - 2)
+    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
+    return SeedEffect(diff, se, df, diff - half, diff + half, confidence, int(a.size), int(b.size), paired)
+
+
+def claim_effect(cid: str, statement: str, treated: Any, control: Any, *, exceeds: float = 0.0,
+                 paired: bool = False, confidence: float = 0.95, kind: str = "verification",
+                 theorem: str | None = None, show: bool | str = "pass") -> SeedEffect:
+    """Claim that the effect of ``treated`` over ``control`` exceeds ``exceeds`` with the seed spread
+    counted: the lower end of the ``confidence`` interval lies above ``exceeds``.
+
+    Recorded as a bound on Student's t of ``difference - exceeds`` against the critical t, so the
+    margin table shows how far the interval clears the threshold. ``statement`` must state the
+    criterion, fixed before the run. Prints the pass line by default: trained results differ in their
+    last digits between machines, whether the interval clears the threshold should not.
+    """
+    eff = seed_effect(treated, control, paired=paired, confidence=confidence)
+    claim_bound(cid, statement, eff.t(exceeds), ">", eff.critical_t(), kind=kind, theorem=theorem,
+                digits=3, show=show)
+    return eff

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -129,6 +129,7 @@ class Run:
     rng: np.random.Generator
     threads: int
     started: float = field(default_factory=time.perf_counter)
+    claims: list = field(default_factory=list)  # claims.Claim objects made in this run
 
     def torch_generator(self, offset: int = 0):
         """A ``torch.Generator`` on this run's device, seeded from ``seed + offset``."""
@@ -159,6 +160,11 @@ class Run:
         folder = chapter_records_dir(self.chapter)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "_run.json").write_text(json.dumps(record, indent=1))
+        from . import claims
+
+        if claims.session_claims():
+            claims.table()
+            print()
         print(f"{self.chapter}: scale={self.scale}, device={self.device}, "
               f"threads={self.threads}, elapsed {record['elapsed_s']:.1f} s")
         return record
@@ -196,6 +202,61 @@ def setup(scale: str = "book", device: str = "auto", seed: int = 0, *, chapter: 
     _CURRENT = Run(chapter=chapter, scale=scale, device=dev, seed=int(seed), sizes=sizes,
                    rng=np.random.default_rng(seed), threads=threads)
     return _CURRENT
+
+
+def deterministic_torch(threads: int = 1) -> None:
+    """Make torch as reproducible as it allows: deterministic kernels and a fixed thread count.
+
+    The same seed then gives the same run on the same machine; a different CPU may still take other
+    floating-point paths, which is why training claims are statistics over seeds.
+    """
+    import torch
+
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.set_num_threads(threads)
+
+
+def _seed_worker(fn: Callable[..., Any], seed: int, threads: int, kwargs: dict) -> Any:
+    deterministic_torch(threads)
+    return fn(seed, **kwargs)
+
+
+def map_seeds(fn: Callable[..., Any], seeds: Sequence[int], *, n_jobs: int | None = None,
+              backend: str | None = None, threads_per_job: int | None = None, **kwargs: Any) -> list[Any]:
+    """``[fn(seed, **kwargs) for seed in seeds]``, one worker process per core, one torch thread each.
+
+    Training claims are statistics over seeds; seeds are independent, so they run in parallel through
+    joblib (``loky`` processes by default). ``fn`` must be importable (defined in ``blindspots``, not in
+    a notebook) and take the seed first; results come back in the order of ``seeds``. ``n_jobs``
+    defaults to the physical cores, ``threads_per_job`` to ``$BLINDSPOTS_THREADS`` or 1 (set it to
+    check that a chapter's claims do not depend on the thread count). A reader with a cluster can pass ``backend="dask"`` or ``"ray"``
+    (after registering it with joblib) to run full scale there.
+    """
+    from joblib import Parallel, delayed
+
+    seeds = [int(s) for s in seeds]
+    if threads_per_job is None:
+        threads_per_job = int(os.environ.get("BLINDSPOTS_THREADS", "1"))
+    if not seeds:
+        raise ValueError("seeds must name at least one seed")
+    if any(s < 0 for s in seeds):
+        raise ValueError(f"seeds must be non-negative integers, got {seeds}")
+    if not isinstance(threads_per_job, int) or threads_per_job < 1:
+        raise ValueError(f"threads_per_job must be an integer >= 1, got {threads_per_job!r}")
+    jobs = physical_cores() if n_jobs is None else n_jobs
+    if not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
+    jobs = min(jobs, len(seeds))
+    if jobs == 1 and backend is None:  # no pool: same code path, same numbers, no process start-up
+        import torch
+
+        before = torch.get_num_threads()
+        try:
+            return [_seed_worker(fn, s, threads_per_job, kwargs) for s in seeds]
+        finally:
+            torch.set_num_threads(before)
+    return Parallel(n_jobs=jobs, backend=backend or "loky")(
+        delayed(_seed_worker)(fn, s, threads_per_job, kwargs) for s in seeds)
 
 
 def current() -> "Run | None":

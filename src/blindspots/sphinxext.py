@@ -28,9 +28,9 @@ GENERATED = {"book/verification": "verification", "book/status": "status"}
 EXECUTION_MODES = ("off", "auto", "cache", "force")
 SMOKE_BUDGET_S = 30.0
 BOOK_BUDGET_S = 240.0
-WHOLE_BOOK_BUDGET_S = 1800.0
-MAKE_TEST_BUDGET_S = 2700.0
-MAKE_TEST_STAGES = ("setup", "test-unit", "test-smoke", "test-nbval")
+WHOLE_BOOK_BUDGET_S = 2400.0
+MAKE_TEST_BUDGET_S = 4200.0
+MAKE_TEST_STAGES = ("setup", "test-unit", "test-smoke", "test-nbval", "test-mutants")
 MATHJAX_DIR = "mathjax"
 
 
@@ -155,43 +155,129 @@ def _chapter_title(chapter: str) -> str:
     return chapter
 
 
+def _mutant_records(claims_dir: Path) -> tuple[dict[tuple[str, str], list[dict]], dict | None]:
+    """Outcomes of the last ``make test-mutants`` (beside the claims folder), keyed by (chapter, claim)."""
+    folder = Path(claims_dir).parent / "mutants"
+    by_claim: dict[tuple[str, str], list[dict]] = {}
+    summary = None
+    if folder.is_dir():
+        for path in sorted(folder.glob("*.json")):
+            rec = json.loads(path.read_text())
+            if path.name == "summary.json":
+                summary = rec
+            else:
+                by_claim.setdefault((rec["notebook"], rec["kills"]), []).append(rec)
+    return by_claim, summary
+
+
+def _margin_text(rec: dict) -> str:
+    from .claims import MARGIN_WARNING
+
+    m = rec.get("margin")
+    if m is None:
+        return "–"
+    text = "inf" if m == float("inf") else f"{m:.2f}"
+    return f"**{text}** ⚠" if m > MARGIN_WARNING else text
+
+
+def _prediction_text(r: dict) -> str:
+    digits = r.get("digits", 4)
+    if r["relation"] == "==":
+        return f"{_fmt(r['expected'], digits)} ± {_fmt(r['tolerance'], 2)}"
+    slack = f" (slack {_fmt(r['tolerance'], 2)})" if r["tolerance"] else ""
+    return f"{r['relation']} {_fmt(r['expected'], digits)}{slack}"
+
+
 def verification_markdown(claims_dir: Path) -> str:
-    """Every recorded claim, grouped by chapter in table-of-contents order."""
-    from .claims import load_records
+    """Every recorded claim, grouped by chapter in table-of-contents order, with kinds, margins and
+    the planted errors that kill each verification."""
+    from .claims import KINDS, MARGIN_WARNING, load_records
 
     records = load_records(claims_dir) if Path(claims_dir).is_dir() else []
     if not records:
         return ("```{note}\nNo claim records were found in `" + str(claims_dir) +
                 "`. Run `make book` (or `make test`) to execute the notebooks.\n```\n")
+    mutants, summary = _mutant_records(claims_dir)
     by_chapter: dict[str, list[dict]] = {}
     for rec in records:
+        rec.setdefault("kind", "unlabelled")
         by_chapter.setdefault(rec.get("notebook") or "unknown", []).append(rec)
     order = _chapters_in_toc(runtime.repo_root())
     chapters = [c for c in order if c in by_chapter] + sorted(set(by_chapter) - set(order))
     passed = sum(r["passed"] for r in records)
-    lines = [f"**{passed} of {len(records)} claims pass** "
-             f"({len(chapters)} chapters; scale and device as recorded by each run).", ""]
+    n_ver = sum(r["kind"] == "verification" for r in records)
+    lines = [f"**{passed} of {len(records)} claims pass** ({len(chapters)} chapters; scale and device "
+             f"as recorded by each run): {n_ver} verifications, "
+             f"{sum(r['kind'] == 'consistency' for r in records)} consistency checks, "
+             f"{sum(r['kind'] == 'sanity' for r in records)} sanity checks.", ""]
+    failed = [r for r in records if not r["passed"]]
+    if failed:
+        lines += ["```{error}", f"{len(failed)} claim(s) FAILED in the last run:", ""]
+        lines += [f"- `{r.get('notebook')}`: `{r['id']}`: {r['statement']}" for r in failed]
+        lines += ["```", ""]
+    unlabelled = [r for r in records if r["kind"] not in KINDS]
+    if unlabelled:
+        lines += ["```{error}", f"{len(unlabelled)} claim(s) carry no kind:", ""]
+        lines += [f"- `{r.get('notebook')}`: `{r['id']}`" for r in unlabelled] + ["```", ""]
+    if summary is None:
+        lines += ["```{warning}", "The mutation tests have not run against these records: run "
+                  "`make test-mutants` (part of `make test` and `make book`).", "```", ""]
+    else:
+        score = summary["score"]
+        lines += [f"**Mutation score: {summary['killed']} of {summary['verifications']} verifications "
+                  f"killed by a planted error ({100 * score:.0f} %)**, with {summary['mutants']} planted errors "
+                  "(`make test-mutants`, `tests/mutants/`). Each planted error changes one theory value, "
+                  "constant or estimator; with it the chapter at smoke scale must stop on the claim "
+                  "named in the last column (or, for training claims that smoke scale cannot make, a "
+                  "unit test plants it in the claim's statistic).", ""]
+        if summary["not_killed"]:
+            lines += ["```{error}", "Verifications that no planted error kills:", ""]
+            lines += [f"- {x}" for x in summary["not_killed"]] + ["```", ""]
+    flagged = [r for r in records if r.get("margin") is not None and r["margin"] > MARGIN_WARNING]
+    lines += [f"A claim's **margin** is the share of its tolerance it used: |measured − expected| / "
+              f"tolerance for an equality, the excess over the bound divided by the slack for a bound "
+              f"(0 when the bound holds without it; – for a bound without slack). Margins above "
+              f"{MARGIN_WARNING} are flagged ⚠ ({len(flagged)} in this run).", "",
+              "| chapter | verifications | consistency | sanity | killed | largest margin |",
+              "|---|---|---|---|---|---|"]
+    for chapter in chapters:
+        recs = by_chapter[chapter]
+        ver = [r for r in recs if r["kind"] == "verification"]
+        killed = sum(any(m["killed"] for m in mutants.get((chapter, r["id"]), [])) for r in ver)
+        margins = [r["margin"] for r in recs if r.get("margin") is not None]
+        where = f"{{doc}}`/notebooks/{chapter}`" if chapter in order else f"`{chapter}`"
+        lines.append(f"| {where} | {len(ver)} | {sum(r['kind'] == 'consistency' for r in recs)} | "
+                     f"{sum(r['kind'] == 'sanity' for r in recs)} | "
+                     f"{killed if summary is not None else '–'} | "
+                     f"{_margin_text({'margin': max(margins)}) if margins else '–'} |")
+    lines.append("")
     for chapter in chapters:
         recs = by_chapter[chapter]
         ok = sum(r["passed"] for r in recs)
         where = f"{{doc}}`/notebooks/{chapter}`" if chapter in order else f"`{chapter}`"
         lines += [f"## {_chapter_title(chapter)}", "",
                   f"{where}: {ok}/{len(recs)} pass · scale `{recs[0].get('scale')}` · "
-                  f"device `{recs[0].get('device')}`", "",
-                  "| claim | checks | statement | measured | prediction | result |",
-                  "|---|---|---|---|---|---|"]
-        for r in recs:
-            thm = f"{{prf:ref}}`{r['theorem']}`" if r.get("theorem") else "–"
-            mark = "✅ pass" if r["passed"] else "❌ FAIL"
-            digits = r.get("digits", 4)
-            if r["relation"] == "==":
-                prediction = f"{_fmt(r['expected'], digits)} ± {_fmt(r['tolerance'], 2)}"
-            else:
-                slack = f" (slack {_fmt(r['tolerance'], 2)})" if r["tolerance"] else ""
-                prediction = f"{r['relation']} {_fmt(r['expected'], digits)}{slack}"
-            lines.append(f"| `{r['id']}` | {thm} | {_cell(r['statement'])} | {_fmt(r['measured'], digits)} "
-                         f"| {_cell(prediction)} | {mark} |")
-        lines.append("")
+                  f"device `{recs[0].get('device')}`", ""]
+        for kind in (*KINDS, "unlabelled"):
+            rows = [r for r in recs if r["kind"] == kind]
+            if not rows:
+                continue
+            last = "killed by" if kind == "verification" else "result"
+            lines += [f"**{kind.capitalize()}** ({len(rows)})", "",
+                      f"| claim | statement | measured | prediction | margin | {last} |",
+                      "|---|---|---|---|---|---|"]
+            for r in rows:
+                thm = f"<br>{{prf:ref}}`{r['theorem']}`" if r.get("theorem") else ""
+                mark = "✅" if r["passed"] else "❌ FAIL"
+                if kind == "verification":
+                    ms = mutants.get((chapter, r["id"]), [])
+                    killers = ", ".join(f"`{m['id']}`" + (" (unit)" if m["level"] == "unit" else "")
+                                        for m in ms if m["killed"])
+                    mark += " " + (killers or ("**none**" if summary is not None else "not run"))
+                lines.append(f"| `{r['id']}`{thm} | {_cell(r['statement'])} | "
+                             f"{_fmt(r['measured'], r.get('digits', 4))} | {_cell(_prediction_text(r))} | "
+                             f"{_margin_text(r)} | {mark} |")
+            lines.append("")
     return "\n".join(lines)
 
 
