@@ -3,12 +3,20 @@ import json
 from blindspots import sphinxext
 
 
-def _write(folder, chapter, cid, passed=True, theorem=None):
+def _write(folder, chapter, cid, passed=True, theorem=None, kind="verification", margin=0.0):
     d = folder / chapter.replace("/", "__")
     d.mkdir(parents=True, exist_ok=True)
     (d / f"{cid}.json").write_text(json.dumps(dict(
         id=cid, statement="a | b", measured=1.0, expected=1.0, tolerance=1e-9, relation="==",
-        passed=passed, scale="book", device="cpu", notebook=chapter, theorem=theorem, digits=4)))
+        passed=passed, scale="book", device="cpu", notebook=chapter, theorem=theorem, digits=4,
+        kind=kind, margin=margin)))
+
+
+def _mutant(folder, mid, chapter, kills, killed=True, level="notebook"):
+    d = folder.parent / "mutants"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"{mid}.json").write_text(json.dumps(dict(id=mid, notebook=chapter, kills=kills, what="w",
+                                                   level=level, killed=killed)))
 
 
 def test_verification_page_lists_every_claim_grouped_by_chapter(tmp_path):
@@ -20,8 +28,36 @@ def test_verification_page_lists_every_claim_grouped_by_chapter(tmp_path):
     assert "{doc}`/notebooks/masked/01_setup`: 1/2 pass" in text
     assert "| 1 ± 1e-09 |" in text
     assert "{prf:ref}`thm-masked-decomposition`" in text
-    assert "❌ FAIL" in text and "✅ pass" in text
+    assert "❌ FAIL" in text and "✅" in text
     assert "a \\| b" in text  # pipes escaped inside table cells
+    assert "1 claim(s) FAILED" in text and "`two`" in text  # a failure is listed, not only counted
+
+
+def test_verification_page_separates_kinds_flags_margins_and_shows_mutation_score(tmp_path):
+    claims_dir = tmp_path / "claims"
+    _write(claims_dir, "masked/01_setup", "v1", margin=0.95)
+    _write(claims_dir, "masked/01_setup", "v2")
+    _write(claims_dir, "masked/01_setup", "c1", kind="consistency")
+    _write(claims_dir, "masked/01_setup", "s1", kind="sanity")
+    _mutant(claims_dir, "masked-wrong-rate", "masked/01_setup", "v1")
+    _mutant(claims_dir, "masked-unit", "masked/01_setup", "v2", level="unit")
+    (claims_dir.parent / "mutants" / "summary.json").write_text(json.dumps(
+        dict(verifications=2, killed=2, score=1.0, not_killed=[], mutants=2)))
+    text = sphinxext.verification_markdown(claims_dir)
+    assert "2 verifications, 1 consistency checks, 1 sanity checks" in text
+    assert "**Mutation score: 2 of 2 verifications killed by a planted error (100 %)**" in text
+    assert "| {doc}`/notebooks/masked/01_setup` | 2 | 1 | 1 | 2 | **0.95** ⚠ |" in text
+    assert "**Verification** (2)" in text and "**Consistency** (1)" in text and "**Sanity** (1)" in text
+    assert "`masked-wrong-rate`" in text and "`masked-unit` (unit)" in text
+    assert "1 in this run" in text  # one margin above 0.8
+
+
+def test_verification_page_says_when_mutants_have_not_run_and_names_unlabelled_claims(tmp_path):
+    _write(tmp_path, "masked/01_setup", "old", kind=None)
+    text = sphinxext.verification_markdown(tmp_path)
+    assert "mutation tests have not run" in text
+    assert "1 claim(s) carry no kind" in text
+    assert "**Unlabelled** (1)" in text and "| `old` |" in text
 
 
 def test_verification_page_without_records_says_how_to_make_them(tmp_path):

@@ -200,7 +200,8 @@ def verification_markdown(claims_dir: Path) -> str:
     mutants, summary = _mutant_records(claims_dir)
     by_chapter: dict[str, list[dict]] = {}
     for rec in records:
-        rec.setdefault("kind", "unlabelled")
+        if rec.get("kind") not in KINDS:
+            rec["kind"] = "unlabelled"
         by_chapter.setdefault(rec.get("notebook") or "unknown", []).append(rec)
     order = _chapters_in_toc(runtime.repo_root())
     chapters = [c for c in order if c in by_chapter] + sorted(set(by_chapter) - set(order))

@@ -24,5 +24,7 @@ def test_notebook_runs_at_smoke_scale(nb, tmp_path, monkeypatch):
     failed = [r["id"] for r in records if not r["passed"]]
     assert not failed, f"{nb}: claims failed: {failed}"
     assert all(r["scale"] == "smoke" for r in records)
+    unlabelled = [r["id"] for r in records if r.get("kind") not in claims.KINDS]
+    assert not unlabelled, f"{nb}: claims without a kind: {unlabelled}"
     run = json.loads((folder / "_run.json").read_text())
     assert run["scale"] == "smoke"

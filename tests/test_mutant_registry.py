@@ -1,0 +1,36 @@
+"""The planted-error registry (tests/mutants) is well formed; running it is ``make test-mutants``."""
+
+import ast
+
+import pytest
+
+from conftest import ROOT, toc_notebooks
+from mutants.registry import Mutant, all_mutants
+
+MUTANTS = all_mutants()
+CHAPTERS = {nb.removeprefix("notebooks/").removesuffix(".ipynb") for nb in toc_notebooks()}
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[m.id for m in MUTANTS])
+def test_mutant_names_a_chapter_and_a_runnable_error(mutant):
+    assert mutant.notebook in CHAPTERS, f"{mutant.id}: {mutant.notebook} is not a chapter in _toc.yml"
+    assert mutant.id.split("-")[0] in ("masked", "sp", "pi"), "mutant ids start with their Part"
+    assert mutant.what.strip(), "say which wrong theory or bug the mutant plants"
+    if mutant.level == "notebook":
+        ast.parse(mutant.patch)
+        assert "blindspots.claims" not in mutant.patch and "runtime" not in mutant.patch, \
+            "plant errors in the theory or the estimator, never in the claim machinery"
+    else:
+        path, _, name = mutant.unit.partition("::")
+        tree = ast.parse((ROOT / path).read_text())
+        names = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        assert name.split("[")[0] in names, f"{mutant.id}: no test {name} in {path}"
+
+
+def test_a_mutant_has_exactly_one_level():
+    with pytest.raises(ValueError, match="exactly one of patch"):
+        Mutant("masked-x", "masked/01_setup", "c", "w")
+    with pytest.raises(ValueError, match="exactly one of patch"):
+        Mutant("masked-x", "masked/01_setup", "c", "w", patch="x = 1", unit="tests/a.py::t")
+    with pytest.raises(ValueError, match="mutant id must be"):
+        Mutant("Bad Id", "masked/01_setup", "c", "w", patch="x = 1")
