@@ -73,3 +73,32 @@ def test_qk_step_score_change_is_the_derivative_of_the_scores():
     model.classify(x)
     fd = (attn.last_scores.detach() - s0) / eps
     torch.testing.assert_close(fd, ds, rtol=1e-4, atol=1e-8)
+
+
+def test_qk_slope_predictions_are_one_and_two():
+    assert G.qk_slope_prediction("weight_gradient") == 1.0
+    assert G.qk_slope_prediction("score_change") == 2.0
+    with pytest.raises(ValueError, match="quantity"):
+        G.qk_slope_prediction("bias")
+
+
+def test_qk_slope_tolerance_vanishes_with_the_scores_and_grows_with_them():
+    assert G.qk_slope_tolerance(0.0, 0.01, 0.1) == 0.0
+    small, large = G.qk_slope_tolerance(1e-3, 0.003, 0.03), G.qk_slope_tolerance(1e-2, 0.003, 0.03)
+    assert 0 < small < large
+    assert abs(small - 2 * np.expm1(4e-3) / np.log(10)) < 1e-15
+    with pytest.raises(ValueError):
+        G.qk_slope_tolerance(0.1, 0.1, 0.01)
+
+
+def test_random_direction_cosine_scale_is_one_over_n_minus_one():
+    """Cosine of D_1 with random doubly-centred matrices has standard deviation 1/(n-1)."""
+    n = 30
+    d = G.band_direction(n, 1)
+    gen = torch.Generator().manual_seed(0)
+    cos = []
+    for _ in range(400):
+        r = G.centre_rows_and_columns(torch.randn(n, n, generator=gen, dtype=torch.float64))
+        cos.append(float((r * d).sum() / r.norm()))
+    assert abs(np.std(cos) * (n - 1) - 1) < 0.15
+    assert G.random_direction_scale(n) == 1 / (n - 1)

@@ -252,3 +252,41 @@ def head_cosines(g: torch.Tensor, direction: torch.Tensor) -> np.ndarray:
 def loglog_slope(x, y) -> float:
     """Least-squares slope of ``log y`` against ``log x``."""
     return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
+
+
+# ----------------------------------------------------------------------------- predictions
+QK_SLOPES: dict[str, float] = {"weight_gradient": 1.0, "score_change": 2.0}
+
+
+def qk_slope_prediction(quantity: str) -> float:
+    """Predicted log-log slope against the init scale sigma of W_Q, W_K (zero biases, S = O(sigma^2)).
+
+    ``"weight_gradient"``: ``dL/dW_Q = X^T (dL/dS) X W_K / sqrt(d_h)`` is linear in sigma, slope 1.
+    ``"score_change"``: the first-order score change of one step, ``-(Q_G K^T + Q K_G^T)/sqrt(d_h)``,
+    is quadratic, slope 2. Both hold to first order while the softmax stays near uniform.
+    """
+    if quantity not in QK_SLOPES:
+        raise ValueError(f"quantity must be one of {tuple(QK_SLOPES)}, got {quantity!r}")
+    return QK_SLOPES[quantity]
+
+
+def qk_slope_tolerance(max_score: float, sigma_lo: float, sigma_hi: float) -> float:
+    """How far the fitted slope may stray from :func:`qk_slope_prediction` on ``[sigma_lo, sigma_hi]``.
+
+    With ``m = max |S_ij|`` every attention weight lies within ``e^{+-2m}`` of ``1/n``; the score
+    gradient (two factors of A) and the forward pass change by a relative ``eps = e^{4m} - 1`` at most,
+    so each end of the fit is off by at most ``eps`` and the slope by ``2 eps / ln(sigma_hi/sigma_lo)``.
+    """
+    if not 0 < sigma_lo < sigma_hi:
+        raise ValueError(f"need 0 < sigma_lo < sigma_hi, got {sigma_lo}, {sigma_hi}")
+    if max_score < 0:
+        raise ValueError(f"max_score must be >= 0, got {max_score}")
+    return float(2 * np.expm1(4 * max_score) / np.log(sigma_hi / sigma_lo))
+
+
+def random_direction_scale(n: int) -> float:
+    """``1/(n-1)``: the typical |cosine| of a fixed unit direction with a uniformly random one in the
+    ``(n-1)^2``-dimensional space of doubly-centred ``n x n`` matrices (standard deviation of the cosine)."""
+    if n < 2:
+        raise ValueError(f"n must be >= 2, got {n}")
+    return 1.0 / (n - 1)

@@ -1,0 +1,202 @@
+"""Per-seed training protocols of the Part II chapters, run in worker processes.
+
+Each function takes a seed first and a plain ``config`` dict (the chapter's sizes plus
+``data_seed``), builds the data from ``data_seed`` (the same data for every seed), and trains
+on the CPU with one generator per run seeded from ``data_seed`` and the seed. They are meant
+for :func:`blindspots.runtime.map_seeds`, which runs seeds in parallel with one torch thread
+each and deterministic kernels on: a training claim is a statistic over the returned per-seed
+values (:func:`blindspots.claims.claim_effect`), never one seed's outcome.
+
+Seeds and streams (``d = data_seed``, ``s = seed``): training inputs ``child_rng(d, 1)``, test
+``child_rng(d, 2)``, other source ``child_rng(d, 3)``; initial weights of the classifier
+``1000 d + 10 s``, of the SPT model ``1000 d + 10 s + 1``; mini-batch order of label runs
+``d + 10 s``, of SPT ``d + 10 s + 1`` (fine-tuning in chapter 02: ``d + 10 s + 2``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+from . import proximity, tasks, train, transfer
+from .model import ModelConfig
+
+DEVICE = torch.device("cpu")
+
+
+def _rng(data_seed: int, offset: int) -> np.random.Generator:
+    return np.random.default_rng([int(data_seed), offset])
+
+
+def _gen(seed: int) -> torch.Generator:
+    g = torch.Generator(device=DEVICE)
+    g.manual_seed(int(seed))
+    return g
+
+
+def model_config(config: Mapping[str, Any], n_layers: int | None = None) -> ModelConfig:
+    """The chapter's :class:`ModelConfig` from its sizes (``n_layers`` overrides the preset)."""
+    return ModelConfig(vocab_size=tasks.VOCAB_SIZE, d_model=config["d_model"], n_heads=config["n_heads"],
+                       n_layers=config["n_layers"] if n_layers is None else n_layers,
+                       max_len=config["max_len"], pad_id=tasks.PAD, cls_id=tasks.CLS)
+
+
+def walk_data(config: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+    """Training and test walks (and the other source) from ``config['data_seed']``, as tensors."""
+    d = config["data_seed"]
+    task = tasks.WalkTask(length=config["length"])
+    x_train, y_train = tasks.sample_walks(config["n_train"], _rng(d, 1), task)
+    x_test, y_test = tasks.sample_walks(config["n_test"], _rng(d, 2), task)
+    out = dict(zip(("x_train", "y_train", "x_test", "y_test"),
+                   train.to_device(x_train, y_train, x_test, y_test, device=DEVICE)))
+    if config.get("other_source"):
+        out["x_other"] = torch.as_tensor(tasks.sample_sticky_chain(config["n_train"], _rng(d, 3), task))
+    return out
+
+
+def _label_run(model, data, config, gen_seed: int, *, eval_every: int | None = None) -> train.History:
+    return train.train_classifier(model, data["x_train"], data["y_train"], steps=config["label_steps"],
+                                  batch_size=config["batch_size"], lr=config["lr"], generator=_gen(gen_seed),
+                                  eval_tokens=data["x_test"], eval_labels=data["y_test"],
+                                  eval_every=eval_every or config["label_steps"], progress=False)
+
+
+def _pretrain(model, tokens, config, steps: int, gen_seed: int, checkpoints=(), saved=None) -> list[float]:
+    return train.pretrain(model, tokens, steps=steps, batch_size=config["batch_size"], lr=config["lr"],
+                          mask_id=tasks.MASK, mlm_prob=config["mlm_prob"], generator=_gen(gen_seed),
+                          progress=False, checkpoints=checkpoints, saved=saved)
+
+
+def scratch_vs_spt(seed: int, config: Mapping[str, Any]) -> dict[str, Any]:
+    """One seed of chapter 02: scratch label training, SPT, fine-tuning from SPT (same label steps).
+
+    Returns the two accuracy curves (``steps``, ``scratch``, ``spt``), the final accuracies
+    ``acc_scratch`` and ``acc_spt``, the SPT loss curve, the proximity summaries of the four stages
+    and, for the figure, each stage's attention averaged over probe sequences and heads
+    (``maps``, ``(zoom, zoom)``) and by offset (``offset_profile``). Scratch and fine-tuned model
+    start from the same initial weights.
+    """
+    d, s = config["data_seed"], int(seed)
+    data = walk_data(config)
+    cfg = model_config(config)
+    init_seed = 1000 * d + 10 * s
+    probe = data["x_test"][: config["n_maps"]]
+    k = config["local_k"]
+    stages: dict[str, Any] = {}
+
+    def look(name, m):
+        stages[name] = proximity.proximity_summary(m, probe, k)
+        probs = proximity.attention_snapshot(m, probe)[1]
+        maps[name] = probs.double().mean((0, 1))[: config["zoom"], : config["zoom"]].numpy()
+        offsets[name] = proximity.mean_attention_by_offset(probs, config["max_offset"]).numpy()
+
+    maps: dict[str, np.ndarray] = {}
+    offsets: dict[str, np.ndarray] = {}
+    scratch = train.build_model(cfg, seed=init_seed, device=DEVICE)
+    look("scratch, init", scratch)
+    h_scratch = _label_run(scratch, data, config, d + 10 * s, eval_every=config["eval_every"])
+    source = train.build_model(cfg, seed=init_seed + 1, device=DEVICE)
+    spt_loss = _pretrain(source, data["x_train"], config, config["spt_steps"], d + 10 * s + 1)
+    tuned = train.build_model(cfg, seed=init_seed, device=DEVICE)
+    copied = transfer.finetune_init(tuned, source)
+    h_spt = _label_run(tuned, data, config, d + 10 * s + 2, eval_every=config["eval_every"])
+    for name, m in (("scratch, trained", scratch), ("after SPT", source), ("SPT + fine-tune", tuned)):
+        look(name, m)
+    return {"seed": s, "steps": list(h_scratch.steps), "scratch": list(h_scratch.accuracy),
+            "spt": list(h_spt.accuracy), "acc_scratch": h_scratch.final, "acc_spt": h_spt.final,
+            "spt_loss": spt_loss, "proximity": stages, "maps": maps, "offset_profile": offsets,
+            "copied": copied, "not_copied": sorted(set(source.state_dict()) - set(copied))}
+
+
+def no_attention_baseline(seed: int, config: Mapping[str, Any]) -> float:
+    """Test accuracy of the no-attention model after the chapter's label steps (one seed)."""
+    d, s = config["data_seed"], int(seed)
+    data = walk_data(config)
+    m = train.build_model(model_config(config), seed=1000 * d + 10 * s + 9, device=DEVICE, attention=False)
+    return _label_run(m, data, config, d + 10 * s + 9).final
+
+
+HYBRIDS: dict[str, Any] = {
+    "hybrid: QK only": "qk",
+    "hybrid: all attention": "attention",
+    "hybrid: MLP only": "mlp",
+}
+
+
+def ablation_seed(seed: int, config: Mapping[str, Any]) -> dict[str, Any]:
+    """One seed of chapter 03: every row of the ablation table, one test accuracy each.
+
+    Rows: scratch; fine-tuning from SPT after each of ``config['spt_epochs']`` (the longest run,
+    checkpointed); frozen random attention; the hybrids of :data:`HYBRIDS` (from the longest SPT
+    checkpoint); fine-tuning from SPT on the sticky chain (other source, as long as the longest
+    walk SPT). Every label run of the seed sees the same mini-batches, every fresh model the same
+    initial weights. Also returns the SPT loss curve and the copied tensor names of each hybrid.
+    """
+    d, s = config["data_seed"], int(seed)
+    data = walk_data({**config, "other_source": True})
+    cfg = model_config(config)
+    init_seed = 1000 * d + 10 * s
+    epoch = config["n_train"] // config["batch_size"]
+    spt_steps = {e: e * epoch for e in config["spt_epochs"]}
+    longest = max(spt_steps.values())
+    rows: dict[str, float] = {}
+    fresh = lambda: train.build_model(cfg, seed=init_seed, device=DEVICE)  # noqa: E731
+    label = lambda m: _label_run(m, data, config, d + 10 * s).final  # noqa: E731
+
+    saved: dict[int, dict] = {}
+    source = train.build_model(cfg, seed=init_seed + 1, device=DEVICE)
+    curve = _pretrain(source, data["x_train"], config, longest, d + 10 * s + 1,
+                      checkpoints=tuple(spt_steps.values()), saved=saved)
+    for e, st in sorted(spt_steps.items()):
+        m = fresh()
+        if st > 0:
+            ckpt = train.build_model(cfg, seed=0, device=DEVICE)
+            ckpt.load_state_dict(saved[st])
+            transfer.finetune_init(m, ckpt)
+        rows["scratch" if e == 0 else f"SPT {e} epochs"] = label(m)
+    m = fresh()
+    transfer.freeze_attention(m)
+    rows["frozen random attention"] = label(m)
+    copied = {}
+    for name, group in HYBRIDS.items():
+        m = fresh()
+        copied[name] = transfer.hybrid_init(m, source, group)
+        rows[name] = label(m)
+    other = train.build_model(cfg, seed=init_seed + 1, device=DEVICE)
+    _pretrain(other, data["x_other"], config, longest, d + 10 * s + 1)
+    m = fresh()
+    transfer.finetune_init(m, other)
+    rows["SPT on sticky chain (other source)"] = label(m)
+    return {"seed": s, "rows": rows, "spt_loss": curve, "spt_steps": spt_steps, "copied": copied}
+
+
+def depth_seed(seed: int, config: Mapping[str, Any], n_layers: int) -> dict[str, Any]:
+    """One seed of chapter 04 at ``n_layers``: scratch and SPT + fine-tune accuracies.
+
+    Also checks the transfer exactly: the largest difference between a copied tensor and the
+    checkpoint, and the smallest difference of a reconstruction-head tensor (which must stay fresh).
+    """
+    d, s = config["data_seed"], int(seed)
+    data = walk_data(config)
+    cfg = model_config(config, n_layers)
+    init_seed = 1000 * d + 10 * s
+    epoch = config["n_train"] // config["batch_size"]
+    acc_scratch = _label_run(train.build_model(cfg, seed=init_seed, device=DEVICE), data, config, d + 10 * s).final
+    source = train.build_model(cfg, seed=init_seed + 1, device=DEVICE)
+    curve = _pretrain(source, data["x_train"], config, config["spt_epochs"] * epoch, d + 10 * s + 1)
+    m = train.build_model(cfg, seed=init_seed, device=DEVICE)
+    copied = transfer.finetune_init(m, source)
+    src_state, tgt_state = source.state_dict(), m.state_dict()
+    copied_err = max(float((tgt_state[k] - src_state[k]).abs().max()) for k in copied)
+    head = [k for k in tgt_state if k.startswith(transfer.HEAD_PREFIX)]
+    head_gap = min(float((tgt_state[k] - src_state[k]).abs().max()) for k in head)
+    acc_spt = _label_run(m, data, config, d + 10 * s).final
+    return {"seed": s, "layers": n_layers, "acc_scratch": acc_scratch, "acc_spt": acc_spt, "spt_loss": curve,
+            "copied_err": copied_err, "head_gap": head_gap, "n_copied": len(copied), "n_head": len(head)}
+
+
+def depth_seed_packed(task: int, config: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`depth_seed` for ``task = 100 * n_layers + seed`` (so that depths and seeds share one pool)."""
+    return depth_seed(int(task) % 100, config, int(task) // 100)
