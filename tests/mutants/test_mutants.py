@@ -66,16 +66,28 @@ def _killed(mutant, outcome: dict) -> bool:
     return outcome["ename"] == "ClaimFailed" and f"claim {mutant.kills!r} failed" in outcome["evalue"]
 
 
+def _selected(session) -> list:
+    """The mutants this pytest session runs: those selected (``-k``), or all when the score is asked for."""
+    names = {item.name for item in session.items}
+    if any(name.startswith("test_every_verification_is_killed") for name in names):
+        return MUTANTS
+    ids = {item.callspec.params["mutant"].id for item in session.items
+           if hasattr(item, "callspec") and "mutant" in item.callspec.params}
+    return [m for m in MUTANTS if m.id in ids]
+
+
 @pytest.fixture(scope="session")
-def outcomes(tmp_path_factory) -> dict:
-    """Run every mutant once (notebook-level ones in parallel, a thread per kernel)."""
+def outcomes(request, tmp_path_factory) -> dict:
+    """Run the selected mutants once (notebook-level ones in parallel, a thread per kernel)."""
     from joblib import Parallel, delayed
 
     folder = tmp_path_factory.mktemp("mutants")
+    chosen = _selected(request.session)
     OUT.mkdir(parents=True, exist_ok=True)
-    for old_record in OUT.glob("*.json"):  # the report must not list mutants of an earlier registry
-        old_record.unlink()
-    nb_mutants = [m for m in MUTANTS if m.level == "notebook"]
+    if len(chosen) == len(MUTANTS):
+        for old_record in OUT.glob("*.json"):  # the report must not list mutants of an earlier registry
+            old_record.unlink()
+    nb_mutants = [m for m in chosen if m.level == "notebook"]
     old = os.environ.get("BLINDSPOTS_CLAIMS_DIR")
     try:
         results = Parallel(n_jobs=runtime.physical_cores(), backend="threading")(
@@ -86,9 +98,8 @@ def outcomes(tmp_path_factory) -> dict:
         else:
             os.environ["BLINDSPOTS_CLAIMS_DIR"] = old
     out = {m.id: r for m, r in zip(nb_mutants, results)}
-    out.update({m.id: _run_unit_mutant(m) for m in MUTANTS if m.level == "unit"})
-    OUT.mkdir(parents=True, exist_ok=True)
-    for m in MUTANTS:
+    out.update({m.id: _run_unit_mutant(m) for m in chosen if m.level == "unit"})
+    for m in chosen:
         rec = {"id": m.id, "notebook": m.notebook, "kills": m.kills, "what": m.what, "level": m.level,
                "unit": m.unit, "killed": _killed(m, out[m.id]), **out[m.id]}
         (OUT / f"{m.id}.json").write_text(json.dumps(rec, indent=1))
