@@ -32,6 +32,8 @@ def _with_patch(mutant, folder: Path) -> Path:
               if c.cell_type == "code" and "parameters" in c.metadata.get("tags", []))
     cell = nbformat.v4.new_code_cell("# planted error: " + mutant.what.replace("\n", " ") + "\n" + mutant.patch)
     nb.cells.insert(at + 1, cell)
+    _, nb = nbformat.validator.normalize(nb)  # older notebooks carry no cell ids
+    nb = nbformat.from_dict(nb)
     path = folder / f"{mutant.id}.ipynb"
     nbformat.write(nb, path)
     return path
