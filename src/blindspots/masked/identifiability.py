@@ -48,6 +48,8 @@ __all__ = [
     "fit_radius_vs_pi",
     "fit_radius_vs_eps",
     "grid_fits",
+    "recovery_slope",
+    "cubic_ratio_bound",
     "log_elasticity",
     "curvature_richardson",
     "log_curvature_richardson",
@@ -334,7 +336,7 @@ def recovery_grid(law, N: int, w: float, m_base: int, s: int, pis: Sequence[floa
 
     Implements the measurements of {prf:ref}`thm-masked-schedule-recovery`.
     """
-    from . import exact, schedules
+    from . import exact, schedules, theory
 
     pis = np.asarray(pis, dtype=float)
     eps = np.asarray(eps, dtype=float)
@@ -378,7 +380,7 @@ def recovery_grid(law, N: int, w: float, m_base: int, s: int, pis: Sequence[floa
     log_u_s = exact.log_residual_uncertainty(law, N, s, w)
     with np.errstate(divide="ignore"):
         log_u_mu = np.logaddexp(np.log1p(-pis) + log_u_b, np.log(pis) + log_u_s)
-    log_k_th = log_u_mu - 2.0 * math.log(w * (1.0 - w))
+    log_k_th = theory.log_curvature_at_truth(log_u_mu, w)
     log_k_fd, k_err = np.empty(pis.size), np.empty(pis.size)
     for i, pi in enumerate(pis):
         sched = schedules.TwoPoint(m_base, s, float(pi))
@@ -427,9 +429,10 @@ def _ols_perturbation_bound(x: np.ndarray) -> float:
 class SlopeFit:
     """A fitted log-log slope, its prediction, and the tolerance the numerics justify.
 
-    ``tol`` = largest distance of the local slope from ``predicted`` over the fitted
-    points and the midpoints between them (the envelope lemma), plus the bound on what
-    measurement error can add. ``local`` holds those local slopes.
+    ``tol`` bounds how far the fitted slope may sit from ``predicted``: the next term of the
+    asymptotic expansion at each fitted point, bounded a priori, through the OLS perturbation
+    bound (see the fit functions). It never looks at the slopes being judged. ``local`` holds
+    the exact local slopes over the window, for display.
     """
 
     slope: float
@@ -446,17 +449,55 @@ class SlopeFit:
         return abs(self.slope - self.predicted) / self.tol
 
 
+def recovery_slope(kind: str) -> float:
+    """Leading slope predicted by {prf:ref}`thm-masked-schedule-recovery` where the boost dominates.
+
+    ``"kappa_pi"``: ``d log kappa_mu / d log pi = +1``; ``"r_pi"``: ``d log r / d log pi = -1/2``;
+    ``"r_eps"``: ``d log r / d log eps = +1/2`` (from ``r = sqrt(2 eps / kappa_mu)``, ``kappa_mu ~ pi``).
+    """
+    slopes = {"kappa_pi": 1.0, "r_pi": -0.5, "r_eps": 0.5}
+    if kind not in slopes:
+        raise ValueError(f"kind must be one of {sorted(slopes)}, got {kind!r}")
+    return slopes[kind]
+
+
+def cubic_ratio_bound(w: float) -> float:
+    """A priori bound ``A(w) = (1 + 3|1 - 2w|) / (w(1-w))`` on ``|D_mu^(3)(w) / D_mu^(2)(w)|``.
+
+    With ``delta(lam) = logit lam - logit w``, the third derivative at ``lam = w`` is
+    ``(E[beta(1-beta)(1-2 beta)] - 3(1-2w) U) / (w(1-w))^3`` and the second ``U / (w(1-w))^2``,
+    for every schedule (both are linear in it), and ``|1 - 2 beta| <= 1``. So the recovery radius
+    is ``r = sqrt(2 eps / kappa) (1 + rho)`` with ``|rho| <= A r / 6`` to first order: the next
+    term of the expansion in {prf:ref}`thm-masked-schedule-recovery` (3).
+    """
+    if not 0.0 < w < 1.0:
+        raise ValueError(f"w must lie in (0, 1), got {w!r}")
+    return (1.0 + 3.0 * abs(1.0 - 2.0 * w)) / (w * (1.0 - w))
+
+
+def _ols_weighted_bound(x: np.ndarray, d) -> float:
+    """``sum |x - mean| d_i / Sxx``: perturbations ``|dy_i| <= d_i`` move an OLS slope by at most this."""
+    xc = x - x.mean()
+    return float(np.abs(xc) @ np.asarray(d, dtype=float) / (xc @ xc))
+
+
 def fit_kappa_vs_pi(grid: RecoveryGrid, min_share: float = 10.0 / 11.0) -> SlopeFit | None:
     """Slope of ``log kappa_fd`` against ``log pi`` where the boost carries ``>= min_share``
-    of ``U_mu`` (predicted ``+1``). ``None`` with fewer than three such ``pi``."""
+    of ``U_mu`` (predicted ``recovery_slope("kappa_pi")``). ``None`` with fewer than three such ``pi``.
+
+    Tolerance, fixed before the fit: ``log kappa_mu = log pi + const - log(share)`` with
+    ``share = pi U_s / U_mu`` in ``[min_share, 1]``, so after a constant shift each point sits
+    within ``-1/2 log(min_share)`` of a line of slope 1; add the Richardson error of
+    ``kappa_fd``, and the OLS perturbation bound turns both into a slope tolerance.
+    """
     sel = (grid.pis > 0) & (grid.boost_share >= min_share)
     if sel.sum() < 3:
         return None
     x, y = np.log(grid.pis[sel]), grid.log_kappa_fd[sel]
     slope, _ = ols(x, y)
-    env = float(np.max(np.abs(grid.kappa_elasticity[sel] - 1.0)))
-    meas = float(np.max(grid.kappa_rel_err[sel])) * _ols_perturbation_bound(x)
-    return SlopeFit(slope, 1.0, env + meas + 1e-12, int(sel.sum()), x, y, grid.kappa_elasticity[sel])
+    d = -0.5 * math.log(min_share) + grid.kappa_rel_err[sel]
+    tol = _ols_weighted_bound(x, d) + 1e-12
+    return SlopeFit(slope, recovery_slope("kappa_pi"), tol, int(sel.sum()), x, y, grid.kappa_elasticity[sel])
 
 
 def _with_midpoints(at_points: np.ndarray, at_mids: np.ndarray, sel: np.ndarray) -> np.ndarray:
@@ -474,8 +515,15 @@ def _radius_mask(grid: RecoveryGrid, r_max: float) -> np.ndarray:
 
 def fit_radius_vs_pi(grid: RecoveryGrid, j: int, r_max: float,
                      min_share: float = 10.0 / 11.0) -> SlopeFit | None:
-    """Slope of ``log r`` against ``log pi`` at ``eps = grid.eps[j]`` (predicted ``-1/2``),
-    over uncensored, boost-dominated cells with ``r <= r_max``."""
+    """Slope of ``log r`` against ``log pi`` at ``eps = grid.eps[j]`` (predicted
+    ``recovery_slope("r_pi")``), over uncensored, boost-dominated cells with ``r <= r_max``.
+
+    Tolerance, fixed before the fit: ``log r = 1/2 log(2 eps) - 1/2 log kappa_mu + rho`` where
+    ``-1/2 log kappa_mu`` lies within ``-1/4 log(min_share)`` of a line of slope ``-1/2`` (after a
+    constant shift, see :func:`fit_kappa_vs_pi`) and ``|rho| <= A r / 3`` (:func:`cubic_ratio_bound`:
+    the first correction ``A r / 6``, doubled for the remainder); the OLS perturbation bound turns
+    these into a slope tolerance. ``local`` keeps the exact local slopes for display.
+    """
     sel = (grid.pis > 0) & (grid.boost_share >= min_share) & _radius_mask(grid, r_max)[:, j]
     sel &= np.isfinite(grid.e_pi[:, j])
     if sel.sum() < 3:
@@ -483,21 +531,25 @@ def fit_radius_vs_pi(grid: RecoveryGrid, j: int, r_max: float,
     x, y = np.log(grid.pis[sel]), np.log(grid.radius[sel, j])
     slope, _ = ols(x, y)
     local = _with_midpoints(grid.e_pi[:, j], grid.e_pi_mid[:, j], sel)
-    env = float(np.max(np.abs(local + 0.5)))
-    return SlopeFit(slope, -0.5, env + 1e-6, int(sel.sum()), x, y, local)
+    d = -0.25 * math.log(min_share) + cubic_ratio_bound(grid.w) * grid.radius[sel, j] / 3.0
+    return SlopeFit(slope, recovery_slope("r_pi"), _ols_weighted_bound(x, d) + 1e-9, int(sel.sum()), x, y, local)
 
 
 def fit_radius_vs_eps(grid: RecoveryGrid, i: int, r_max: float) -> SlopeFit | None:
-    """Slope of ``log r`` against ``log eps`` at ``pi = grid.pis[i]`` (predicted ``+1/2``),
-    over uncensored cells with ``r <= r_max``."""
+    """Slope of ``log r`` against ``log eps`` at ``pi = grid.pis[i]`` (predicted
+    ``recovery_slope("r_eps")``), over uncensored cells with ``r <= r_max``.
+
+    Tolerance, fixed before the fit: at fixed ``pi``, ``log r = 1/2 log(2 eps / kappa_mu) + rho``
+    with ``|rho| <= A r / 3`` (:func:`cubic_ratio_bound`), through the OLS perturbation bound.
+    """
     sel = _radius_mask(grid, r_max)[i] & np.isfinite(grid.e_eps[i])
     if sel.sum() < 3:
         return None
     x, y = np.log(grid.eps[sel]), np.log(grid.radius[i, sel])
     slope, _ = ols(x, y)
     local = _with_midpoints(grid.e_eps[i], grid.e_eps_mid[i], sel)
-    env = float(np.max(np.abs(local - 0.5)))
-    return SlopeFit(slope, 0.5, env + 1e-6, int(sel.sum()), x, y, local)
+    d = cubic_ratio_bound(grid.w) * grid.radius[i, sel] / 3.0
+    return SlopeFit(slope, recovery_slope("r_eps"), _ols_weighted_bound(x, d) + 1e-9, int(sel.sum()), x, y, local)
 
 
 def pair_slopes(x: Sequence[float], y: Sequence[float]) -> np.ndarray:

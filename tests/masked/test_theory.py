@@ -1,0 +1,138 @@
+"""Theory values of Part I (blindspots.masked.theory) against independent evaluations."""
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+from scipy.integrate import quad
+
+from blindspots.masked import exact, theory
+from blindspots.masked import identifiability as ident
+from blindspots.masked.laws import CurieWeissLaw, ProductLaw
+
+
+def test_product_rate_is_the_bhattacharyya_exponent_of_one_coordinate():
+    for theta in (0.3, 0.6, 0.8):
+        a, b = (1 + theta) / 2, (1 - theta) / 2
+        bc = 2 * math.sqrt(a * b)  # Bhattacharyya coefficient of the two coordinate laws
+        assert theory.product_rate(theta) == pytest.approx(-math.log(bc), rel=1e-14)
+
+
+def test_product_constants_match_the_lemma():
+    k = theory.product_constants(0.6)
+    assert k.L0 == pytest.approx(math.log(4.0))
+    assert k.c1 == pytest.approx(0.0225)
+    assert k.kappa == pytest.approx(math.log(4.0) * 0.3)
+    assert k.c == pytest.approx(0.0225)
+    assert k.s_pin == 31
+    # s_pin is the first m with e^{-c1 m} <= 1/2
+    assert math.exp(-k.c1 * k.s_pin) <= 0.5 < math.exp(-k.c1 * (k.s_pin - 1))
+
+
+def test_blindness_constant_is_the_maximum_over_the_interval():
+    for w in (0.5, 0.9):
+        lo, hi = ident.mode_weight_interval(w)
+        lam = np.linspace(lo, hi, 100_001)
+        d = np.log(lam / (1 - lam)) - math.log(w / (1 - w))
+        brute = float(np.max(np.maximum(np.expm1(d) - d, np.expm1(-d) + d)))
+        assert theory.blindness_constant(w) == pytest.approx(brute, rel=1e-12)
+
+
+def test_bounds_on_U_hold_for_the_exact_engine():
+    law, theta = ProductLaw(0.6), 0.6
+    for w in (0.5, 0.9):
+        for m in (31, 63, 100):
+            assert exact.log_residual_uncertainty(law, 255, m, w) <= theory.log_residual_upper_bound(theta, w, m)
+        for s in (0, 1, 2, 4):
+            assert exact.log_residual_uncertainty(law, 255, s, w) >= theory.log_residual_lower_bound(theta, 255, s, w) - 1e-12
+    # tight at s = 0, w = 1/2: U = 1/4 and the bound is 1/4 (1 - g), g -> 0
+    assert math.exp(theory.log_residual_lower_bound(theta, 1023, 0, 0.5)) == pytest.approx(0.25, rel=1e-12)
+
+
+def test_prefactor_slope_bias_is_the_secant_slope_of_half_log_m():
+    assert theory.prefactor_slope_bias(16, 64) == pytest.approx(0.5 * math.log(4) / 48)
+    with pytest.raises(ValueError, match="m1"):
+        theory.prefactor_slope_bias(10, 5)
+
+
+def test_cw_barrier_matches_mpmath():
+    mp.mp.dps = 30
+    beta = mp.mpf("1.5")
+    ms = mp.findroot(lambda x: x - mp.tanh(beta * x), 0.9)
+    h = -((1 + ms) / 2 * mp.log((1 + ms) / 2) + (1 - ms) / 2 * mp.log((1 - ms) / 2))
+    ref = float(h + beta * ms**2 / 2 - mp.log(2))
+    assert theory.cw_barrier(1.5) == pytest.approx(ref, rel=1e-12)
+    assert theory.fixed_fraction_rate(CurieWeissLaw(1.5), 0.5) == pytest.approx(ref, rel=1e-12)
+    assert ident.visible_overlap_rate(CurieWeissLaw(1.5), 0.5) == pytest.approx(ref, abs=1e-9)
+    with pytest.raises(ValueError, match="f must be"):
+        theory.fixed_fraction_rate(CurieWeissLaw(1.5), 0.2)
+
+
+def test_fixed_fraction_rate_for_law_P():
+    assert theory.fixed_fraction_rate(ProductLaw(0.8), 0.5) == pytest.approx(0.5 * -0.5 * math.log(1 - 0.64))
+
+
+def test_cw_null_limit_is_approached_by_the_exact_engine():
+    law = CurieWeissLaw(0.5)
+    for w in (0.5, 0.9):
+        lim = theory.cw_null_residual_limit(0.5, 0.5, w)
+        u = [exact.residual_uncertainty(law, N, N // 2, w) for N in (255, 1023)]
+        assert abs(u[1] - lim) < abs(u[0] - lim) < 2e-3
+    # any limit is a mean of beta (1 - beta), so it lies in (0, 1/4]
+    assert 0 < theory.cw_null_residual_limit(0.01, 0.5, 0.5) <= 0.25
+
+
+def test_g_functions_and_sensitivity_bounds():
+    d = np.array([-2.0, -0.3, 0.4, 3.0])
+    np.testing.assert_allclose(theory.g0(d), np.exp(d) - 1 - d, rtol=1e-13)
+    np.testing.assert_allclose(theory.g1(d), np.exp(-d) - 1 + d, rtol=1e-13)
+    # the pointwise bounds bracket the exact ratio for a law whose posterior sits at w (m = 0)
+    for w in (0.5, 0.9):
+        lams = np.array([0.06, 0.3, 0.7, 0.96])
+        lo, hi = theory.sensitivity_bounds(w, lams)
+        ratio = np.array([float(mp.mpf(w) * mp.log(mp.mpf(w) / l) + (1 - mp.mpf(w)) * mp.log((1 - mp.mpf(w)) / (1 - mp.mpf(l))))
+                          for l in lams]) / (w * (1 - w) * exact.binary_kl(w, lams))
+        assert np.all(lo <= ratio * (1 + 1e-12)) and np.all(ratio <= hi * (1 + 1e-12))
+        c, C = theory.sensitivity_constants(w)
+        D_I = max(abs(math.log(l / (1 - l)) - math.log(w / (1 - w))) for l in ident.mode_weight_interval(w))
+        assert math.exp(-D_I) / (w * (1 - w)) <= c <= 1 / (w * (1 - w)) <= C <= math.exp(D_I) / (w * (1 - w))
+    with pytest.raises(ValueError, match="differ from w"):
+        theory.sensitivity_bounds(0.5, [0.5])
+
+
+def test_kl_factor_is_the_integral_of_the_lemma():
+    # kl(beta || sigma(ell + delta)) = beta(1-beta) int_0^delta (delta-u) sigma'(ell+u)/sigma'(ell) du
+    sig = lambda x: 1 / (1 + math.exp(-x))
+    for beta, delta in ((0.2, 1.3), (0.9, -2.0), (0.5, 0.05)):
+        ell = math.log(beta / (1 - beta))
+        integral = quad(lambda u: (delta - u) * sig(ell + u) * (1 - sig(ell + u)), 0, delta, epsabs=1e-15)[0]
+        lam = sig(ell + delta)
+        assert exact.binary_kl(beta, lam) == pytest.approx(integral, rel=1e-10)
+
+
+def test_log_curvature_at_truth():
+    assert theory.log_curvature_at_truth(math.log(0.1), 0.5) == pytest.approx(math.log(0.1 / 0.0625))
+
+
+def test_recovery_slopes_and_cubic_ratio_bound():
+    assert ident.recovery_slope("kappa_pi") == 1.0
+    assert ident.recovery_slope("r_pi") == -0.5
+    assert ident.recovery_slope("r_eps") == 0.5
+    with pytest.raises(ValueError, match="kind"):
+        ident.recovery_slope("nope")
+    # m = 0: D = kl(w || lam); its third over second derivative at lam = w is within the bound
+    for w in (0.5, 0.7, 0.9):
+        d2 = 1 / (w * (1 - w))
+        d3 = -2 / w**2 + 2 / (1 - w) ** 2  # d^3/dlam^3 of kl(w || lam) at lam = w
+        assert abs(d3 / d2) <= ident.cubic_ratio_bound(w) + 1e-12
+
+
+def test_fit_tolerances_do_not_depend_on_the_prediction():
+    g = ident.recovery_grid(ProductLaw(0.6), 127, 0.5, 63, 0, [0.0, 1e-3, 1e-2, 1e-1], [1e-10, 1e-8, 1e-6, 1e-4])
+    fits = ident.grid_fits(g)
+    for key, found in fits.items():
+        for f in found:
+            assert f.predicted == ident.recovery_slope(key)
+            assert 0 < f.tol < 0.1  # a prediction 0.1 away must fail
+            assert f.deviation <= 1.0
