@@ -74,3 +74,50 @@ def test_bad_task_raises_naming_the_parameter(kwargs, name):
 def test_bad_context_feature_raises():
     with pytest.raises(ValueError, match="psi"):
         rp.context_summary(np.zeros((2, 3)), psi=("x3",))
+
+
+# ----------------------------------------------------------------------------- n -> infinity limits
+SHAPE = rp.TwoShapeTask(shapes=("gauss", "bimodal"))
+CONTROL = rp.TwoShapeTask(shapes=("gauss", "gauss"), variances=(1.0, 4.0))
+
+
+def test_quadrature_bayes_risk_equals_monte_carlo():
+    s = rp.sample_tasks(SHAPE, 400_000, 1, np.random.default_rng(7))
+    loss = -rp.label_logprobs_given_generator(SHAPE, s["s"], s["x"])[np.arange(len(s["x"])), s["y"]]
+    se = loss.std(ddof=1) / np.sqrt(len(loss))
+    assert rp.bayes_risk_given_shape(SHAPE) == pytest.approx(loss.mean(), abs=4 * se)
+
+
+@pytest.mark.parametrize("task", [SHAPE, CONTROL])
+def test_limits_are_converged_in_the_grid(task):
+    for f in (rp.bayes_risk_given_shape, rp.shape_blind_excess, rp.per_shape_excess):
+        assert f(task, 20_001) == pytest.approx(f(task, 80_001), abs=1e-8)  # Newton stops near 1e-10
+
+
+def test_epsilon_phi_vanishes_for_gaussian_shapes():
+    # a Gaussian scale mixture's log-odds is quadratic in x, which span(1, x, |x|, x^2) contains
+    assert abs(rp.per_shape_excess(CONTROL)) < 1e-10
+    assert rp.per_shape_excess(SHAPE) >= -1e-12
+
+
+def test_shape_blind_limit_equals_a_fitted_blind_rule():
+    rng = np.random.default_rng(8)
+    s = rp.sample_tasks(SHAPE, 400_000, 1, rng)
+    t = rp.sample_tasks(SHAPE, 400_000, 1, rng)
+    pred = rp.fit_read_out(rp.query_features(s["x"])[:, 1:], s["y"])
+    rows = np.arange(len(t["x"]))
+    d = (-pred(rp.query_features(t["x"])[:, 1:])[rows, t["y"]]
+         + rp.label_logprobs_given_generator(SHAPE, t["s"], t["x"])[rows, t["y"]])
+    assert rp.shape_blind_excess(SHAPE) == pytest.approx(d.mean(), abs=4 * d.std(ddof=1) / np.sqrt(len(d)) + 1e-4)
+
+
+def test_plain_limit_exceeds_epsilon_phi_when_moments_agree():
+    assert rp.shape_blind_excess(SHAPE) > rp.per_shape_excess(SHAPE) + 0.01
+    assert rp.shape_blind_excess(CONTROL) > rp.per_shape_excess(CONTROL)
+
+
+def test_fit_optimism_is_p_over_2n_for_a_well_specified_model():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(100_000, 3))
+    y = (rng.random(len(X)) < expit(0.3 + X @ np.array([1.0, -2.0, 0.5]))).astype(float)
+    assert rp.fit_read_out(X, y).optimism == pytest.approx(4 / (2 * len(y)), rel=0.1)

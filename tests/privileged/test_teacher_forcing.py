@@ -100,3 +100,103 @@ def test_embed_loss_flag_switches_the_embedding_loss_only():
         outs[key] = tf.label_logprobs(m, batch, "cpu")
     np.testing.assert_array_equal(outs[None], outs[False])
     assert not np.allclose(outs[None], outs[True])
+
+
+# ----------------------------------------------------------------------------- seeds, arms and effect claims
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from blindspots import claims  # noqa: E402
+
+TINY = dict(prior={"d": 2, "anomaly_rate": 0.1, "inflation": 5.0, "m0": 0.0, "k0": 1.0, "a0": 3.0, "b0": 2.0},
+            n=10, steps=12, batch=32, hidden=8, lr=3e-3, embed_weight=1.0, test_tasks=500,
+            curve_points=2, curve_tasks=100)
+#: Per-seed results of chapter 02 at book scale (train_arms over the preset's seeds), written by
+#: the book run; the unit-level mutants plant swapped models into them.
+BOOK_SEEDS = Path(__file__).parent / "data" / "tf_book_seeds.json"
+
+
+def test_train_arms_is_deterministic_and_arms_share_data_and_init():
+    a = tf.train_arms(3, **TINY)
+    b = tf.train_arms(3, **TINY)
+    assert a["excess"] == b["excess"] and a["curves"] == b["curves"]
+    # two arms with the same configuration are the same model: data and initial weights are shared
+    same = tf.train_arms(3, **TINY, arms={"student": (False, False), "scratch": (False, False)})
+    assert same["excess"]["student"] == same["excess"]["scratch"] == a["excess"]["scratch"]
+    assert set(a["excess"]) == {"student", "scratch", "embed loss only", "with program", "with program - R_G"}
+    assert len(a["curves"]["student"]) == len(a["checkpoints"]) == 2
+
+
+def test_map_seeds_gives_the_same_results_in_process_and_in_workers():
+    from blindspots import runtime
+
+    one = runtime.map_seeds(tf.train_arms, [0, 1], n_jobs=1, **TINY)
+    two = runtime.map_seeds(tf.train_arms, [0, 1], n_jobs=2, **TINY)
+    assert [r["excess"] for r in one] == [r["excess"] for r in two]
+
+
+def test_effect_samples_pairs_arms_by_seed():
+    res = [{"excess": {"student": 1.0 + s, "scratch": 3.0 + 2 * s, "embed loss only": 2.0, "with program": -0.5}}
+           for s in range(3)]
+    t, c = tf.effect_samples(res, "pi-tf-student-below-scratch")
+    np.testing.assert_array_equal(t - c, [2.0, 3.0, 4.0])
+    t, c = tf.effect_samples(res, "pi-tf-schedule-below-aux")
+    np.testing.assert_array_equal(t, [1.0, 3.0, 5.0])
+    np.testing.assert_array_equal(c, [1.0, 0.0, -1.0])
+    t, c = tf.effect_samples(res, "pi-tf-program-below-rd")
+    np.testing.assert_array_equal(t - c, [0.5, 0.5, 0.5])
+    with pytest.raises(ValueError, match="cid"):
+        tf.effect_samples(res, "pi-tf-nothing")
+
+
+def _book_results():
+    if not BOOK_SEEDS.is_file():
+        pytest.skip(f"{BOOK_SEEDS} not written yet (book run of chapter 02)")
+    return json.loads(BOOK_SEEDS.read_text())
+
+
+def _claim(cid, results):
+    return claims.claim_effect(cid, tf.TRAINING_EFFECTS[cid], *tf.effect_samples(results, cid), paired=True,
+                               theorem="thm-pi-no-leakage", show=False)
+
+
+@pytest.fixture()
+def records(tmp_path, monkeypatch):
+    monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path))
+
+
+def test_book_seed_results_pass_every_training_effect_claim(records):
+    res = _book_results()
+    for cid in tf.TRAINING_EFFECTS:
+        _claim(cid, res)
+
+
+def _planted(results, slot, source):
+    """``slot``'s per-seed results replaced by what a swapped model gives: ``source``'s, same seed."""
+    out = json.loads(json.dumps(results))
+    for r in out:
+        r["excess"][slot] = r["excess"][source]
+    return out
+
+
+def test_mutant_student_is_scratch_fails_student_below_scratch(records):
+    # a student trained without forcing or embedding loss IS the scratch model (same data and init)
+    with pytest.raises(claims.ClaimFailed, match="pi-tf-student-below-scratch"):
+        _claim("pi-tf-student-below-scratch", _planted(_book_results(), "student", "scratch"))
+
+
+def test_mutant_ablation_is_scratch_fails_aux_loss_effect(records):
+    with pytest.raises(claims.ClaimFailed, match="pi-tf-aux-loss-effect"):
+        _claim("pi-tf-aux-loss-effect", _planted(_book_results(), "embed loss only", "scratch"))
+
+
+def test_mutant_ablation_is_scratch_fails_schedule_below_aux(records):
+    # with the ablation swapped for scratch, all of the gain is credited to the schedule
+    with pytest.raises(claims.ClaimFailed, match="pi-tf-schedule-below-aux"):
+        _claim("pi-tf-schedule-below-aux", _planted(_book_results(), "embed loss only", "scratch"))
+
+
+def test_mutant_program_not_fed_fails_program_below_rd(records):
+    # the head fed the student's embedding instead of the program is the deployed student
+    with pytest.raises(claims.ClaimFailed, match="pi-tf-program-below-rd"):
+        _claim("pi-tf-program-below-rd", _planted(_book_results(), "with program", "student"))

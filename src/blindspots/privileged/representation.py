@@ -157,7 +157,9 @@ def fit_read_out(features: np.ndarray, y: np.ndarray, max_iter: int = 50, tol: f
     The log-loss is convex in the read-out weights, so Newton's method with step
     halving finds its minimiser over the fitting sample. Features are standardised
     (an affine change of the weights, so the class is unchanged) and an intercept added.
-    Returns a function mapping features to ``log q(y | x, D)`` of shape ``(tasks, 2)``.
+    Returns a function mapping features to ``log q(y | x, D)`` of shape ``(tasks, 2)``; its attribute
+    ``optimism`` is Takeuchi's estimate ``tr(H^{-1} K) / (2 N)`` of its expected excess risk on fresh
+    tasks over the best rule of the class.
     """
     features = np.asarray(features, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -200,6 +202,14 @@ def fit_read_out(features: np.ndarray, y: np.ndarray, max_iter: int = 50, tol: f
         z = lift(np.asarray(f, dtype=float)) @ w
         return np.stack([-np.logaddexp(0.0, z), -np.logaddexp(0.0, -z)], axis=-1)
 
+    # Takeuchi's term: the expected out-of-sample excess of the fitted read-out over the class's best
+    # rule is tr(H^{-1} K) / (2 N) to first order (H: Hessian, K: covariance of per-task gradients),
+    # which is p / (2 N) for a well-specified model. Estimated on the fitting sample.
+    p = 0.5 * (1.0 + np.tanh(0.5 * (X @ w)))
+    grads = X * (p - y)[:, None]
+    hess = (X * (p * (1 - p))[:, None]).T @ X / len(y)
+    K = grads.T @ grads / len(y)
+    predict.optimism = float(np.trace(np.linalg.solve(hess + 1e-12 * np.eye(len(w)), K)) / (2 * len(y)))
     return predict
 
 
@@ -208,9 +218,10 @@ def representation_gaps(task: TwoShapeTask, n: int, fit_tasks: int, test_tasks: 
     """Best population risk of the class with and without meta-features, against the Bayes risks.
 
     Fits each read-out on ``fit_tasks`` fresh tasks and evaluates it on ``test_tasks`` other
-    ones; risks are log-losses of the sampled query labels. Gaps are paired differences
-    with the exact Bayes loss ``-log p(y | x, D)`` on the same test tasks, so their
-    standard errors are those of the paired differences.
+    ones; risks are log-losses of the sampled query labels. Gaps (``gap_*``) are paired
+    differences with the exact Bayes loss ``-log p(y | x, D)`` on the same test tasks, excesses
+    (``excess_*``) paired differences with ``-log p(y | x, s)``, whose mean estimates
+    ``risk - R_G``; standard errors are those of the paired differences.
     """
     train = sample_tasks(task, fit_tasks, n, rng)
     test = sample_tasks(task, test_tasks, n, rng)
@@ -226,11 +237,83 @@ def representation_gaps(task: TwoShapeTask, n: int, fit_tasks: int, test_tasks: 
         pred = fit_read_out(design(train["context"], train["x"], psi, meta), train["y"])
         loss = -pred(design(test["context"], test["x"], psi, meta))[rows, test["y"]]
         losses[name] = loss
+        out[f"optimism_{name}"] = pred.optimism
         out[f"risk_{name}"] = loss.mean()
         out[f"gap_{name}"] = (loss - loss_d).mean()
         out[f"gap_{name}_se"] = (loss - loss_d).std(ddof=1) / np.sqrt(test_tasks)
         out[f"params_{name}"] = design(test["context"][:1], test["x"][:1], psi, meta).shape[1] + 1
+        # excess over the generator-aware Bayes loss on the same tasks: its mean estimates
+        # risk - R_G, the quantity whose n -> infinity limits the theorem names
+        out[f"excess_{name}"] = (loss - loss_g).mean()
+        out[f"excess_{name}_se"] = (loss - loss_g).std(ddof=1) / np.sqrt(test_tasks)
     diff = losses["plain"] - losses["meta"]
     out["shrink"] = diff.mean()
     out["shrink_se"] = diff.std(ddof=1) / np.sqrt(test_tasks)
     return out
+
+
+# ----------------------------------------------------------------------------- n -> infinity limits
+def _quadrature(task: TwoShapeTask, points: int):
+    """Grid ``x`` and masses ``p(x, y | s) dx`` for ``s = 0, 1`` (trapezoid on a wide uniform grid).
+
+    The integrands are smooth with Gaussian tails, so the trapezoid rule converges
+    geometrically; the grid spans 14 standard deviations of the widest law.
+    """
+    if not isinstance(points, (int, np.integer)) or points < 101:
+        raise ValueError(f"points must be an integer >= 101, got {points!r}")
+    half = 14.0 * np.sqrt(max(task.variances) * task.inflation)
+    x = np.linspace(-half, half, int(points))
+    h = x[1] - x[0]
+    return x, [np.exp(_log_joint(task, s, x)) * h for s in (0, 1)]
+
+
+def _best_in_span(x: np.ndarray, mass: np.ndarray) -> float:
+    """``min_w sum_{x,y} mass(x, y) * (-log sigma(+-phi(x)^T w))`` by Newton's method (convex)."""
+    phi = query_features(x)
+    m0, m1 = mass[:, 0], mass[:, 1]
+    w = np.zeros(phi.shape[1])
+    for _ in range(200):
+        p = 0.5 * (1.0 + np.tanh(0.5 * (phi @ w)))
+        grad = phi.T @ (m0 * p - m1 * (1.0 - p))
+        hess = (phi * ((m0 + m1) * p * (1.0 - p))[:, None]).T @ phi
+        step = np.linalg.solve(hess, grad)
+        w = w - step
+        if np.abs(step).max() < 1e-12:
+            break
+    z = phi @ w
+    return float((m0 * np.logaddexp(0.0, z) + m1 * np.logaddexp(0.0, -z)).sum())
+
+
+def bayes_risk_given_shape(task: TwoShapeTask, points: int = 40_001) -> float:
+    """``R_G = E[-log p(Y | X, s)]`` (shapes equally likely), by quadrature."""
+    x, masses = _quadrature(task, points)
+    out = 0.0
+    for s, mass in enumerate(masses):
+        lj = _log_joint(task, s, x)
+        out += 0.5 * float((mass * -(lj - logsumexp(lj, axis=-1, keepdims=True))).sum())
+    return out
+
+
+def shape_blind_excess(task: TwoShapeTask, points: int = 40_001) -> float:
+    """The plain class's limit in {prf:ref}`thm-pi-representation-gap` (part 2): the excess risk
+    over ``R_G`` of the best *shape-blind* rule ``sigma(phi(x)^T w)``, one ``w`` for both shapes.
+
+    When the pooled context features have the same mean under both shapes, every rule of the
+    plain class is, by Jensen's inequality in the logit, no better than this at any ``n``, and
+    the class contains the rule itself: its risk is ``R_G`` plus this constant at every ``n``.
+    Computed by quadrature (no Monte Carlo).
+    """
+    x, masses = _quadrature(task, points)
+    return _best_in_span(x, 0.5 * (masses[0] + masses[1])) - bayes_risk_given_shape(task, points)
+
+
+def per_shape_excess(task: TwoShapeTask, points: int = 40_001) -> float:
+    """``epsilon_phi`` of {prf:ref}`thm-pi-representation-gap`: the excess risk over ``R_G`` of the
+    best rule in ``span phi`` chosen separately for each shape, averaged over shapes.
+
+    It is the limit of the class with meta-features, and a floor for it at every ``n`` (Jensen's
+    inequality in the logit, given the shape). Computed by quadrature.
+    """
+    x, masses = _quadrature(task, points)
+    best = 0.5 * sum(_best_in_span(x, mass) for mass in masses)
+    return best - bayes_risk_given_shape(task, points)

@@ -252,13 +252,23 @@ def information_gap_curve(prior: GaussianAnomalyPrior, ns, tasks: int, rng: np.r
       without using the KL.
 
     Their per-task difference ``check = (-log p(y|x,D_n) + log p(y|x,G)) - KL`` has mean 0
-    exactly when part 1 of the theorem holds for the simulated label law.
+    for *any* predictor in place of ``p(y|x,D_n)``, since ``y`` is drawn from ``p(.|x,G)``: it
+    checks the simulation, not the posterior (a consistency check).
+
+    **Calibration of the context posterior** (what part 1 of the theorem rests on:
+    ``p(y|x,D) = E[p(y|x,G) | x, D]``). Tasks are drawn from the prior, so given ``(x, D_n)``
+    the drawn label has law ``p(.|x,D_n)`` exactly when the posterior predictive is right.
+    Two per-task statistics then have mean 0: the residual ``y - p(1|x,D_n)`` (``calib``) and
+    the log-loss minus the predictive's own entropy, ``-log p(y|x,D_n) - H(p(.|x,D_n))``
+    (``calib_ll``). A wrong ``p(.|x,D)`` (a shifted logit, a wrong posterior) moves them.
 
     Returns a dict with ``ns``, ``tasks``; ``gap`` (KL means), ``gap_cov`` (covariance of
     the KL means across ``ns``), ``gap_se``; ``R_D``, ``R_D_se`` (sampled-label, per ``n``),
     ``R_G``, ``R_G_se`` (sampled-label); ``gap_sampled``, ``gap_sampled_se`` (paired
     ``R_D - R_G``); ``check``, ``check_se`` (mean and SE of the paired difference of the two
-    estimators); ``H_G`` (the mean entropy of ``p(.|x,G)``, the label-averaged ``R_G``).
+    estimators); ``H_G`` (the mean entropy of ``p(.|x,G)``, the label-averaged ``R_G``);
+    ``calib``, ``calib_se``, ``calib_ll``, ``calib_ll_se`` (per ``n``: means and SEs of the two
+    calibration statistics).
     """
     ns = np.asarray(ns)
     if ns.ndim != 1 or ns.size == 0 or not np.issubdtype(ns.dtype, np.integer) or ns.min() < 1 \
@@ -277,6 +287,10 @@ def information_gap_curve(prior: GaussianAnomalyPrior, ns, tasks: int, rng: np.r
     s_ds2 = np.zeros(G)
     s_ck = np.zeros(G)
     s_ck2 = np.zeros(G)
+    s_ca = np.zeros(G)
+    s_ca2 = np.zeros(G)
+    s_cl = np.zeros(G)
+    s_cl2 = np.zeros(G)
     done = 0
     while done < tasks:
         t = min(chunk, tasks - done)
@@ -292,6 +306,8 @@ def information_gap_curve(prior: GaussianAnomalyPrior, ns, tasks: int, rng: np.r
         means = np.zeros((t, 2, d))
         m2 = np.zeros((t, 2, d))
         kl = np.empty((t, G))
+        ca = np.empty((t, G))
+        cl = np.empty((t, G))
         for gi, step in enumerate(steps):
             n1 = rng.binomial(step, prior.anomaly_rate, size=t).astype(float)
             inc = np.stack([step - n1, n1], axis=1)  # (t, 2)
@@ -310,6 +326,8 @@ def information_gap_curve(prior: GaussianAnomalyPrior, ns, tasks: int, rng: np.r
             lp_d = label_logprobs_given_context(prior, post, xq)
             kl[:, gi] = bernoulli_kl(lp_g, lp_d)
             nll_d[:, gi] = -lp_d[rows, yq]
+            ca[:, gi] = yq - np.exp(lp_d[:, 1])
+            cl[:, gi] = nll_d[:, gi] - entropy(lp_d)
         ds = nll_d - nll_g[:, None]  # sampled-label estimate of R_D - R_G, per task
         ck = ds - kl  # difference of the two estimators, per task
         s_gap += kl.sum(axis=0)
@@ -323,6 +341,10 @@ def information_gap_curve(prior: GaussianAnomalyPrior, ns, tasks: int, rng: np.r
         s_ds2 += (ds ** 2).sum(axis=0)
         s_ck += ck.sum(axis=0)
         s_ck2 += (ck ** 2).sum(axis=0)
+        s_ca += ca.sum(axis=0)
+        s_ca2 += (ca ** 2).sum(axis=0)
+        s_cl += cl.sum(axis=0)
+        s_cl2 += (cl ** 2).sum(axis=0)
         done += t
     gap = s_gap / tasks
     cov = (s_gap2 / tasks - np.outer(gap, gap)) * tasks / max(tasks - 1, 1) / tasks
@@ -340,6 +362,8 @@ def information_gap_curve(prior: GaussianAnomalyPrior, ns, tasks: int, rng: np.r
         "R_D": rd, "R_D_se": _se(s_rd2, rd),
         "gap_sampled": dsm, "gap_sampled_se": _se(s_ds2, dsm),
         "check": ckm, "check_se": _se(s_ck2, ckm),
+        "calib": s_ca / tasks, "calib_se": _se(s_ca2, s_ca / tasks),
+        "calib_ll": s_cl / tasks, "calib_ll_se": _se(s_cl2, s_cl / tasks),
     }
 
 
