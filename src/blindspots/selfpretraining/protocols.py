@@ -25,6 +25,11 @@ from .model import ModelConfig
 
 DEVICE = torch.device("cpu")
 
+# Criteria of the training claims, fixed before the book-scale runs (chapters 02-04).
+SPT_GAIN_MIN = 0.1  # ch. 02: the 95% interval of the mean paired gain of SPT + fine-tune over scratch lies above this
+PROXIMITY_GAIN_MIN = 0.1  # ch. 02: ... of local mass / Toeplitz score after SPT over trained scratch lies above this
+DEPTH_GAIN_MIN = 0.1  # ch. 04: the same criterion as SPT_GAIN_MIN, at every depth
+
 
 def _rng(data_seed: int, offset: int) -> np.random.Generator:
     return np.random.default_rng([int(data_seed), offset])
@@ -128,19 +133,19 @@ HYBRIDS: dict[str, Any] = {
 def ablation_seed(seed: int, config: Mapping[str, Any]) -> dict[str, Any]:
     """One seed of chapter 03: every row of the ablation table, one test accuracy each.
 
-    Rows: scratch; fine-tuning from SPT after each of ``config['spt_epochs']`` (the longest run,
-    checkpointed); frozen random attention; the hybrids of :data:`HYBRIDS` (from the longest SPT
-    checkpoint); fine-tuning from SPT on the sticky chain (other source, as long as the longest
-    walk SPT). Every label run of the seed sees the same mini-batches, every fresh model the same
-    initial weights. Also returns the SPT loss curve and the copied tensor names of each hybrid.
+    Rows: ``scratch``; fine-tuning from SPT after each step count of ``config['spt_checkpoints']``
+    (``SPT <c> steps``, one SPT run checkpointed); frozen random attention; the hybrids of
+    :data:`HYBRIDS` (from the longest SPT checkpoint); with ``config['other_source']``, fine-tuning from
+    SPT on the sticky chain (as many steps as the longest walk SPT). Every label run of the seed sees
+    the same mini-batches, every fresh model the same initial weights, so rows are paired by seed.
+    Also returns the SPT loss curve and the copied tensor names of each hybrid.
     """
     d, s = config["data_seed"], int(seed)
-    data = walk_data({**config, "other_source": True})
+    data = walk_data(config)
     cfg = model_config(config)
     init_seed = 1000 * d + 10 * s
-    epoch = config["n_train"] // config["batch_size"]
-    spt_steps = {e: e * epoch for e in config["spt_epochs"]}
-    longest = max(spt_steps.values())
+    checkpoints = sorted(set(int(c) for c in config["spt_checkpoints"]) | {0})
+    longest = max(checkpoints)
     rows: dict[str, float] = {}
     fresh = lambda: train.build_model(cfg, seed=init_seed, device=DEVICE)  # noqa: E731
     label = lambda m: _label_run(m, data, config, d + 10 * s).final  # noqa: E731
@@ -148,28 +153,31 @@ def ablation_seed(seed: int, config: Mapping[str, Any]) -> dict[str, Any]:
     saved: dict[int, dict] = {}
     source = train.build_model(cfg, seed=init_seed + 1, device=DEVICE)
     curve = _pretrain(source, data["x_train"], config, longest, d + 10 * s + 1,
-                      checkpoints=tuple(spt_steps.values()), saved=saved)
-    for e, st in sorted(spt_steps.items()):
+                      checkpoints=tuple(checkpoints), saved=saved)
+    for c in checkpoints:
         m = fresh()
-        if st > 0:
+        if c > 0:
             ckpt = train.build_model(cfg, seed=0, device=DEVICE)
-            ckpt.load_state_dict(saved[st])
+            ckpt.load_state_dict(saved[c])
             transfer.finetune_init(m, ckpt)
-        rows["scratch" if e == 0 else f"SPT {e} epochs"] = label(m)
+        rows["scratch" if c == 0 else f"SPT {c} steps"] = label(m)
     m = fresh()
     transfer.freeze_attention(m)
     rows["frozen random attention"] = label(m)
     copied = {}
+    local = {}
     for name, group in HYBRIDS.items():
         m = fresh()
         copied[name] = transfer.hybrid_init(m, source, group)
+        local[name] = proximity.proximity_summary(m, data["x_test"][:64], config["local_k"])["local_mass"]
         rows[name] = label(m)
-    other = train.build_model(cfg, seed=init_seed + 1, device=DEVICE)
-    _pretrain(other, data["x_other"], config, longest, d + 10 * s + 1)
-    m = fresh()
-    transfer.finetune_init(m, other)
-    rows["SPT on sticky chain (other source)"] = label(m)
-    return {"seed": s, "rows": rows, "spt_loss": curve, "spt_steps": spt_steps, "copied": copied}
+    if config.get("other_source"):
+        other = train.build_model(cfg, seed=init_seed + 1, device=DEVICE)
+        _pretrain(other, data["x_other"], config, longest, d + 10 * s + 1)
+        m = fresh()
+        transfer.finetune_init(m, other)
+        rows["SPT on sticky chain (other source)"] = label(m)
+    return {"seed": s, "rows": rows, "spt_loss": curve, "copied": copied, "local_mass_at_init": local}
 
 
 def depth_seed(seed: int, config: Mapping[str, Any], n_layers: int) -> dict[str, Any]:
@@ -182,10 +190,9 @@ def depth_seed(seed: int, config: Mapping[str, Any], n_layers: int) -> dict[str,
     data = walk_data(config)
     cfg = model_config(config, n_layers)
     init_seed = 1000 * d + 10 * s
-    epoch = config["n_train"] // config["batch_size"]
     acc_scratch = _label_run(train.build_model(cfg, seed=init_seed, device=DEVICE), data, config, d + 10 * s).final
     source = train.build_model(cfg, seed=init_seed + 1, device=DEVICE)
-    curve = _pretrain(source, data["x_train"], config, config["spt_epochs"] * epoch, d + 10 * s + 1)
+    curve = _pretrain(source, data["x_train"], config, config["spt_steps"], d + 10 * s + 1)
     m = train.build_model(cfg, seed=init_seed, device=DEVICE)
     copied = transfer.finetune_init(m, source)
     src_state, tgt_state = source.state_dict(), m.state_dict()
@@ -200,3 +207,36 @@ def depth_seed(seed: int, config: Mapping[str, Any], n_layers: int) -> dict[str,
 def depth_seed_packed(task: int, config: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`depth_seed` for ``task = 100 * n_layers + seed`` (so that depths and seeds share one pool)."""
     return depth_seed(int(task) % 100, config, int(task) // 100)
+
+
+# ----------------------------------------------------------------------------- statistics of the claims
+def binomial_se(n_test: int, p: float = 0.5) -> float:
+    """Binomial standard error ``sqrt(p (1 - p) / n_test)`` of one test accuracy (at chance by default)."""
+    if n_test < 1:
+        raise ValueError(f"n_test must be >= 1, got {n_test}")
+    return float(np.sqrt(p * (1 - p) / n_test))
+
+
+def chance_tolerance(accuracies, n_test: int, z: float = 3.0) -> float:
+    """``z sqrt(se_b^2 + s^2 / n)``: how far the mean over ``n`` seeds of a model at chance may lie from 1/2.
+
+    Every seed is scored on the same test set, so its binomial error ``se_b`` (:func:`binomial_se`)
+    is shared by all seeds and does not shrink with ``n``; the seed-to-seed spread ``s`` (sample
+    standard deviation) does.
+    """
+    a = np.asarray(accuracies, dtype=float)
+    s2 = float(a.var(ddof=1)) if a.size > 1 else 0.0
+    return float(z * np.sqrt(binomial_se(n_test) ** 2 + s2 / a.size))
+
+
+def recovered_fractions(row, scratch, full) -> np.ndarray:
+    """Per-seed recovered fraction ``(row_s - scratch_s) / (full_s - scratch_s)`` of the SPT gain.
+
+    NaN for a seed without gain. For display: a ratio of noisy differences is unstable where a seed's
+    gain is small, so the chapter's claims use the linear contrast ``(full + scratch)/2 - row`` instead.
+    """
+    row, scratch, full = (np.asarray(v, dtype=float) for v in (row, scratch, full))
+    gain = full - scratch
+    out = np.full(gain.shape, np.nan)
+    np.divide(row - scratch, gain, out=out, where=gain != 0)
+    return out
