@@ -15,6 +15,7 @@ Seeds and streams (``d = data_seed``, ``s = seed``): training inputs ``child_rng
 
 from __future__ import annotations
 
+import time
 from typing import Any, Mapping
 
 import numpy as np
@@ -140,6 +141,7 @@ def ablation_seed(seed: int, config: Mapping[str, Any]) -> dict[str, Any]:
     the same mini-batches, every fresh model the same initial weights, so rows are paired by seed.
     Also returns the SPT loss curve and the copied tensor names of each hybrid.
     """
+    t0 = time.process_time()
     d, s = config["data_seed"], int(seed)
     data = walk_data(config)
     cfg = model_config(config)
@@ -177,7 +179,8 @@ def ablation_seed(seed: int, config: Mapping[str, Any]) -> dict[str, Any]:
         m = fresh()
         transfer.finetune_init(m, other)
         rows["SPT on sticky chain (other source)"] = label(m)
-    return {"seed": s, "rows": rows, "spt_loss": curve, "copied": copied, "local_mass_at_init": local}
+    return {"seed": s, "rows": rows, "spt_loss": curve, "copied": copied, "local_mass_at_init": local,
+            "cpu_s": time.process_time() - t0}
 
 
 def depth_seed(seed: int, config: Mapping[str, Any], n_layers: int) -> dict[str, Any]:
@@ -186,6 +189,7 @@ def depth_seed(seed: int, config: Mapping[str, Any], n_layers: int) -> dict[str,
     Also checks the transfer exactly: the largest difference between a copied tensor and the
     checkpoint, and the smallest difference of a reconstruction-head tensor (which must stay fresh).
     """
+    t0 = time.process_time()
     d, s = config["data_seed"], int(seed)
     data = walk_data(config)
     cfg = model_config(config, n_layers)
@@ -201,7 +205,8 @@ def depth_seed(seed: int, config: Mapping[str, Any], n_layers: int) -> dict[str,
     head_gap = min(float((tgt_state[k] - src_state[k]).abs().max()) for k in head)
     acc_spt = _label_run(m, data, config, d + 10 * s).final
     return {"seed": s, "layers": n_layers, "acc_scratch": acc_scratch, "acc_spt": acc_spt, "spt_loss": curve,
-            "copied_err": copied_err, "head_gap": head_gap, "n_copied": len(copied), "n_head": len(head)}
+            "copied_err": copied_err, "head_gap": head_gap, "n_copied": len(copied), "n_head": len(head),
+            "cpu_s": time.process_time() - t0}
 
 
 def depth_seed_packed(task: int, config: Mapping[str, Any]) -> dict[str, Any]:
