@@ -80,3 +80,12 @@ def test_src_hash_changes_with_the_sources(tmp_path):
     h1 = sphinxext.src_hash(tmp_path)
     (tmp_path / "a.py").write_text("x = 2\n")
     assert sphinxext.src_hash(tmp_path) != h1
+
+
+def test_status_page_names_the_machine_of_the_book_runs(tmp_path):
+    d = tmp_path / "claims" / "masked__01_setup"
+    d.mkdir(parents=True)
+    (d / "_run.json").write_text(json.dumps(dict(chapter="masked/01_setup", scale="book", device="cpu", elapsed_s=3.0,
+                                                 python="3.11.7", numpy="2.4.6", torch="2.13.0", cpu="Some CPU")))
+    text = sphinxext.status_markdown(tmp_path / "claims")
+    assert "| Some CPU | 3.11.7 | 2.4.6 | 2.13.0 |" in text

@@ -59,6 +59,17 @@ def chapter_records_dir(chapter: str, root: Path | None = None) -> Path:
     return Path(root or records_dir()) / chapter.replace("/", "__")
 
 
+def cpu_model() -> str:
+    """The CPU's model name (training results can depend on it: other CPUs round differently)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
 def physical_cores() -> int:
     """Physical cores available to this process (hyper-threads counted once)."""
     try:
@@ -156,6 +167,10 @@ class Run:
             "threads": self.threads,
             "elapsed_s": round(self.elapsed(), 2),
             "python": platform.python_version(),
+            "numpy": np.__version__,
+            "torch": _torch_version(),
+            "cpu": cpu_model(),
+            "seed_worker_threads": int(os.environ.get("BLINDSPOTS_THREADS", "1")),
         }
         folder = chapter_records_dir(self.chapter)
         folder.mkdir(parents=True, exist_ok=True)
@@ -168,6 +183,13 @@ class Run:
         print(f"{self.chapter}: scale={self.scale}, device={self.device}, "
               f"threads={self.threads}, elapsed {record['elapsed_s']:.1f} s")
         return record
+
+
+def _torch_version() -> str | None:
+    import sys
+
+    torch = sys.modules.get("torch")
+    return getattr(torch, "__version__", None) if torch else None
 
 
 def setup(scale: str = "book", device: str = "auto", seed: int = 0, *, chapter: str) -> Run:

@@ -309,6 +309,13 @@ def status_markdown(claims_dir: Path) -> str:
                      f"{b['device'] if b else '–'} | {verdict} |")
     lines += ["", f"Whole book at book scale (sum of the chapters' in-notebook times): "
               f"**{total:.0f} s** against a budget of {WHOLE_BOOK_BUDGET_S:.0f} s.", ""]
+    machines = sorted({(r.get("cpu") or "unknown", r.get("python") or "?", r.get("numpy") or "?",
+                        r.get("torch") or "?") for r in book.values()})
+    if machines:
+        lines += ["Book-scale runs recorded on (trained results can differ in their last digits between "
+                  "CPUs; the claims must not):", "",
+                  "| CPU | python | numpy | torch |", "|---|---|---|---|"]
+        lines += [f"| {_cell(cpu)} | {py} | {npv} | {tv} |" for cpu, py, npv, tv in machines] + [""]
     stages = {}
     for stage in MAKE_TEST_STAGES:
         path = claims_dir.parent / "timings" / f"{stage}.txt"
