@@ -136,3 +136,12 @@ def test_fit_tolerances_do_not_depend_on_the_prediction():
             assert f.predicted == ident.recovery_slope(key)
             assert 0 < f.tol < 0.1  # a prediction 0.1 away must fail
             assert f.deviation <= 1.0
+
+
+def test_uniform_ratio_growth_exponent_is_the_cap_exponent():
+    from blindspots.masked import schedules
+
+    assert ident.uniform_ratio_growth_exponent() == 1.0
+    rows = [ident.tensorization_row(ProductLaw(0.6), N, schedules.UniformRatio(), 0.5, None) for N in (255, 511)]
+    s = ident.pair_slopes(np.log([256.0, 512.0]), [r.log_c for r in rows])
+    assert s[0] == pytest.approx(ident.uniform_ratio_growth_exponent(), abs=1e-6)

@@ -30,3 +30,111 @@ MUTANTS: list[Mutant] = [
            patch="import numpy as _np\nimport blindspots.masked.identifiability as _m\n"
                  "_m.coercivity_radius = lambda eps, pi0: _np.sqrt(_np.asarray(eps, dtype=float) / (4.0 * pi0))\n"),
 ]
+
+
+def _wrap(module: str, name: str, body: str) -> str:
+    """Patch ``module.name`` with ``lambda *a, **k: body`` where ``_orig`` is the original function."""
+    return f"import {module} as _m\n_orig = _m.{name}\n_m.{name} = {body}\n"
+
+
+MUTANTS += [
+    # ---------------------------------------------------------------- masked/01_setup
+    Mutant("masked-01-engine-bias", "masked/01_setup", "decomposition-vs-enumeration",
+           "the engine's D off by a relative 1e-9 (a lost term in the sum over r)",
+           patch=_wrap("blindspots.masked.exact", "masked_discrepancy",
+                       "lambda *a, **k: _orig(*a, **k) * (1 + 1e-9)")),
+    Mutant("masked-01-engine-large-n", "masked/01_setup", "full-mask-equals-binary-kl",
+           "the engine off by a relative 1e-10 only at N > 100, where brute force cannot reach",
+           patch=_wrap("blindspots.masked.exact", "masked_discrepancy",
+                       "lambda law, N, m, w, lam, *a, **k: _orig(law, N, m, w, lam, *a, **k) * (1 + (1e-10 if N > 100 else 0.0))")),
+    Mutant("masked-01-profile-drift", "masked/01_setup", "monotone-in-visible-size",
+           "the profile engine drifts upward with the visible size (log D + 0.05 m), as a mis-normalised sum would",
+           patch="import blindspots.masked.exact as _m\nimport dataclasses as _dc\n_orig = _m.discrepancy_profile\n"
+                 "def _patched(*a, **k):\n    prof = _orig(*a, **k)\n"
+                 "    return _dc.replace(prof, log_D=prof.log_D + 0.05 * prof.ms[:, None])\n"
+                 "_m.discrepancy_profile = _patched\n"),
+    # ---------------------------------------------------------------- masked/02_mode_blindness
+    Mutant("masked-02-hoeffding-constant", "masked/02_mode_blindness", "pinning-failure-probability",
+           "pinning exponent c1 = theta^2/2 instead of theta^2/16 (the conditioning and union-bound factors dropped)",
+           patch=_wrap("blindspots.masked.theory", "log_pinning_failure_bound",
+                       "lambda theta, m: 8.0 * _orig(theta, m)")),
+    Mutant("masked-02-rate-max-not-min", "masked/02_mode_blindness", "pinning-residual-uncertainty",
+           "the U bound decays at max(c1, kappa) instead of min(c1, kappa)",
+           patch="import dataclasses as _dc\nimport blindspots.masked.theory as _m\n_orig = _m.product_constants\n"
+                 "_m.product_constants = lambda theta: _dc.replace(_orig(theta), c=max(_orig(theta).c1, _orig(theta).kappa))\n"),
+    Mutant("masked-02-blindness-constant", "masked/02_mode_blindness", "blindness-bound",
+           "G_I too small by a factor 10^6",
+           patch=_wrap("blindspots.masked.theory", "blindness_constant", "lambda w: 1e-6 * _orig(w)")),
+    Mutant("masked-02-lower-bound-factor", "masked/02_mode_blindness", "low-visibility-residual-uncertainty",
+           "beta(1-beta) >= 1/2 e^-|logit beta| instead of 1/4 e^-|logit beta| in the low-visibility bound",
+           patch=_wrap("blindspots.masked.theory", "log_residual_lower_bound",
+                       "lambda theta, N, s, w: _orig(theta, N, s, w) + __import__('math').log(2.0)")),
+    *[Mutant(f"masked-02-product-rate-theta{t}", "masked/02_mode_blindness", f"decay-rate-theta{t}",
+             f"r_star 10 % too large at theta={t}",
+             patch=_wrap("blindspots.masked.theory", "product_rate",
+                         f"lambda theta: _orig(theta) * (1.1 if theta == {t} else 1.0)"))
+      for t in ("0.6", "0.8")],
+    Mutant("masked-02-barrier", "masked/02_mode_blindness", "cw-barrier-rate",
+           "free-energy barrier Delta F 10 % too large",
+           patch=_wrap("blindspots.masked.theory", "cw_barrier", "lambda beta: 1.1 * _orig(beta)")),
+    *[Mutant(f"masked-02-fixed-fraction-theta{t}", "masked/02_mode_blindness", f"product-fixed-fraction-rate-theta{t}",
+             f"law P fixed-fraction rate 10 % too large at theta={t}",
+             patch=_wrap("blindspots.masked.theory", "fixed_fraction_rate",
+                         f"lambda law, f: _orig(law, f) * (1.1 if getattr(law, 'theta', None) == {t} else 1.0)"))
+      for t in ("0.6", "0.8")],
+    *[Mutant(f"masked-02-null-limit-w{w}", "masked/02_mode_blindness", f"cw-null-no-blindness-w{w}",
+             f"Gaussian limit of U off by {d} at w={w}",
+             patch=_wrap("blindspots.masked.theory", "cw_null_residual_limit",
+                         f"lambda beta, f, w: _orig(beta, f, w) + ({d} if w == {w} else 0.0)"))
+      for w, d in (("0.5", "0.01"), ("0.9", "0.005"))],
+    # ---------------------------------------------------------------- masked/03_information_decomposition
+    Mutant("masked-03-engine-bias", "masked/03_information_decomposition", "decomposition-vs-definition-mp",
+           "the engine's D off by a relative 1e-9",
+           patch=_wrap("blindspots.masked.exact", "masked_discrepancy",
+                       "lambda *a, **k: _orig(*a, **k) * (1 + 1e-9)")),
+    Mutant("masked-03-sandwich-quadratic", "masked/03_information_decomposition", "sensitivity-brute-force",
+           "wrong theory: D = U kl / (w(1-w)) for every lambda (the curvature constant used as both bounds)",
+           patch=_wrap("blindspots.masked.theory", "sensitivity_bounds",
+                       "lambda w, lams: tuple(__import__('numpy').full(__import__('numpy').size(lams), 1 / (w * (1 - w))) for _ in range(2))")),
+    Mutant("masked-03-engine-near-truth", "masked/03_information_decomposition", "curvature-identity-engine",
+           "the profile engine off by a relative 1e-4 for witnesses within 1e-3 of w",
+           patch="import numpy as _np\nimport dataclasses as _dc\nimport blindspots.masked.exact as _m\n_orig = _m.discrepancy_profile\n"
+                 "def _patched(law, N, ms, w, lams, *a, **k):\n    prof = _orig(law, N, ms, w, lams, *a, **k)\n"
+                 "    if _np.all(_np.abs(_np.asarray(lams) - w) < 1e-3):\n"
+                 "        prof = _dc.replace(prof, log_D=prof.log_D + 1e-4)\n    return prof\n"
+                 "_m.discrepancy_profile = _patched\n"),
+    Mutant("masked-03-curvature-theory", "masked/03_information_decomposition", "curvature-identity-engine",
+           "curvature at the truth off by 0.1 %",
+           patch=_wrap("blindspots.masked.theory", "log_curvature_at_truth", "lambda log_u, w: _orig(log_u, w) + 1e-3")),
+    Mutant("masked-03-enumeration-near-truth", "masked/03_information_decomposition", "curvature-identity-brute-force",
+           "brute-force D off by a relative 1e-3 for witnesses next to the truth (|q/p - 1| < 1e-2)",
+           patch="import numpy as _np\nimport blindspots.masked.enumeration as _m\n_orig = _m.masked_discrepancy_joint\n"
+                 "def _patched(p, q, *a, **k):\n    out = _orig(p, q, *a, **k)\n"
+                 "    near = _np.max(_np.abs(_np.asarray(q) / _np.asarray(p) - 1)) < 1e-2\n"
+                 "    return out * (1 + 1e-3) if near else out\n_m.masked_discrepancy_joint = _patched\n"),
+    Mutant("masked-03-full-mask-row", "masked/03_information_decomposition", "full-mask-binary-kl",
+           "the profile engine off by a relative 1e-10 at m = 0 on the lambda grids",
+           patch="import numpy as _np\nimport dataclasses as _dc\nimport blindspots.masked.exact as _m\n_orig = _m.discrepancy_profile\n"
+                 "def _patched(law, N, ms, w, lams, *a, **k):\n    prof = _orig(law, N, ms, w, lams, *a, **k)\n"
+                 "    if _np.size(lams) > 4:\n        ld = prof.log_D.copy()\n        ld[_np.asarray(prof.ms) == 0] += 1e-10\n"
+                 "        prof = _dc.replace(prof, log_D=ld)\n    return prof\n_m.discrepancy_profile = _patched\n"),
+    # ---------------------------------------------------------------- masked/05_tensorization
+    Mutant("masked-05-rate-p", "masked/05_tensorization", "at-rate-each-p",
+           "law P visible-overlap rate 0.1 % too large",
+           patch=_wrap("blindspots.masked.identifiability", "visible_overlap_rate",
+                       "lambda law, rho, *a, **k: _orig(law, rho, *a, **k) * (1.001 if law.name == 'P' else 1.0)")),
+    Mutant("masked-05-rate-c", "masked/05_tensorization", "at-rate-each-c",
+           "Curie-Weiss visible-overlap rate 0.1 % too large",
+           patch=_wrap("blindspots.masked.identifiability", "visible_overlap_rate",
+                       "lambda law, rho, *a, **k: _orig(law, rho, *a, **k) * (1.001 if law.name == 'C' else 1.0)")),
+    Mutant("masked-05-grid-bias", "masked/05_tensorization", "at-full-mask-grid-reaches-limit",
+           "the witness ratio of full-mask schedules off by a relative 1e-10",
+           patch="import blindspots.masked.identifiability as _m\nimport blindspots.masked.schedules as _s\n"
+                 "_orig = _m.log_tensorization_lower_bound\n"
+                 "def _patched(law, N, schedule, w, lams):\n    best, arg = _orig(law, N, schedule, w, lams)\n"
+                 "    return (best + 1e-10 if _s.full_mask_mass(schedule, N) > 0 else best), arg\n"
+                 "_m.log_tensorization_lower_bound = _patched\n"),
+    Mutant("masked-05-uniform-exponent", "masked/05_tensorization", "at-uniform-growth",
+           "uniform-ratio growth exponent 1.1 instead of 1",
+           patch=_wrap("blindspots.masked.identifiability", "uniform_ratio_growth_exponent", "lambda: 1.1")),
+]

@@ -66,6 +66,7 @@ __all__ = [
     "log_tensorization_lower_bound",
     "log_tensorization_limit_bound",
     "visible_overlap_rate",
+    "uniform_ratio_growth_exponent",
     "TensorizationRow",
     "tensorization_row",
 ]
@@ -757,6 +758,16 @@ def log_tensorization_lower_bound(law, N: int, schedule, w: float,
 def log_tensorization_limit_bound(log_u_mu: float, w: float) -> float:
     """``log [w (1 - w) / U_mu]``: the lower bound in the limit ``lam -> w``."""
     return math.log(w * (1.0 - w)) - log_u_mu
+
+
+def uniform_ratio_growth_exponent() -> float:
+    """Predicted ``d log C_lower / d log(N + 1)`` under the uniform-ratio schedule: ``1``.
+
+    The schedule puts mass ``1/(N+1)`` on every visible size, so ``pi0 = 1/(N+1)`` caps
+    ``C_AT <= N + 1``, and the limit bound ``w(1-w)/U_mu = (N+1) / (1 + sum_{m>=1} U_{N,m} / (w(1-w)))``
+    grows like ``N`` while ``sum_m U_{N,m}`` stays bounded ({prf:ref}`thm-masked-tensorization-lower-bound`).
+    """
+    return 1.0
 
 
 def _binary_entropy_spin(z: np.ndarray) -> np.ndarray:

@@ -31,8 +31,8 @@ PRESETS["masked/04_schedules"] = {
 # Chapter 5: approximate tensorization.
 PRESETS["masked/05_tensorization"] = {
     "smoke": {
-        "laws": [["P", 0.6]], "N": [63, 127, 255, 511], "w": [0.5], "rho": [0.5], "pi0": [1e-2],
-        "n_lambda": 9, "uniform_ratio": False,
+        "laws": [["P", 0.6], ["C", 1.5]], "N": [63, 127, 255, 511], "w": [0.5], "rho": [0.5], "pi0": [1e-2],
+        "n_lambda": 9, "uniform_ratio": True,
     },
     "book": {
         "laws": [["P", 0.6], ["P", 0.8], ["C", 1.5]], "N": [127, 255, 511, 1023], "w": [0.5, 0.9],
