@@ -145,3 +145,74 @@ def test_uniform_ratio_growth_exponent_is_the_cap_exponent():
     rows = [ident.tensorization_row(ProductLaw(0.6), N, schedules.UniformRatio(), 0.5, None) for N in (255, 511)]
     s = ident.pair_slopes(np.log([256.0, 512.0]), [r.log_c for r in rows])
     assert s[0] == pytest.approx(ident.uniform_ratio_growth_exponent(), abs=1e-6)
+
+
+# --------------------------------------------------------------------------
+# Chapter 5: a-priori remainder bounds for law P (tolerances of at-rate-each-p, at-uniform-growth-p)
+# --------------------------------------------------------------------------
+
+
+def _log_u_unconditioned(theta, w, m):
+    """``log U^nu_m`` by the exact binomial sum (no conditioning on S > 0)."""
+    from scipy.stats import binom
+
+    k = np.arange(m + 1)
+    return 0.5 * m * math.log1p(-theta**2) + math.log(float((binom.pmf(k, m, 0.5) * theory._h_terms(theta, w, k - m / 2)).sum()))
+
+
+def test_h_sum_is_the_lattice_sum_of_h():
+    for theta, w in ((0.6, 0.5), (0.8, 0.9)):
+        L0 = math.log((1 + theta) / (1 - theta))
+        for parity in (0, 1):
+            brute = mp.fsum(w * (1 - w) / (w * mp.e ** (j * L0) + (1 - w) * mp.e ** (-j * L0))
+                            for j in (i + parity / 2 for i in range(-400, 401)))
+            assert theory.product_h_sum(theta, w, parity) == pytest.approx(float(brute), rel=1e-13)
+
+
+@pytest.mark.parametrize("theta,w", [(0.6, 0.5), (0.6, 0.9), (0.8, 0.5), (0.3, 0.7)])
+def test_unconditioned_remainder_brackets_the_exact_sum_and_is_order_one_over_m(theta, w):
+    for m in (1, 2, 3, 4, 7, 16, 31, 64, 127, 128, 383, 512):
+        z = (_log_u_unconditioned(theta, w, m) + theory.product_rate(theta) * m + 0.5 * math.log(m)
+             - 0.5 * math.log(2 / math.pi) - math.log(theory.product_h_sum(theta, w, m % 2)))
+        lo, hi = theory.product_unconditioned_remainder(theta, w, m)
+        assert lo - 1e-12 <= z <= hi + 1e-12
+        if m >= 16:  # the next term of the expansion: width O(1/m)
+            assert (hi - lo) * m < 40.0
+
+
+def test_conditioning_bounds_bracket_the_engine():
+    for theta, w in ((0.6, 0.5), (0.8, 0.9)):
+        law = ProductLaw(theta)
+        for N, m in ((31, 8), (63, 32), (127, 32), (127, 95), (255, 128), (511, 383)):
+            gap = exact.log_residual_uncertainty(law, N, m, w) - _log_u_unconditioned(theta, w, m)
+            lo, hi = theory.product_conditioning_bounds(theta, w, N, m)
+            slack = theory.log_roundoff_bound(N)
+            assert lo - slack <= gap <= hi + slack
+
+
+def test_rate_pair_tolerance_bounds_the_engine_and_rejects_a_wrong_rate():
+    law = ProductLaw(0.6)
+    for w in (0.5, 0.9):
+        for rho in (0.25, 0.5, 0.75):
+            Ns = (255, 511)
+            ms = [round(rho * N) for N in Ns]
+            y = [math.log(w * (1 - w)) - exact.log_residual_uncertainty(law, N, m, w) - 0.5 * math.log(m)
+                 for N, m in zip(Ns, ms)]
+            s = (y[1] - y[0]) / (Ns[1] - Ns[0])
+            tol = theory.product_rate_pair_tolerance(0.6, w, rho, Ns[0], ms[0], Ns[1], ms[1])
+            rate = ident.visible_overlap_rate(law, rho)
+            assert abs(s - rate) <= tol
+            assert abs(s - 1.01 * rate) > tol  # a rate 1 % off fails (at these sizes the tolerance is < 0.5 %)
+
+
+def test_uniform_growth_tolerance_bounds_the_engine_pair_slope():
+    from blindspots.masked import schedules
+
+    for theta, w in ((0.6, 0.5), (0.8, 0.9)):
+        law = ProductLaw(theta)
+        Ns = (127, 255)
+        logc = [ident.log_tensorization_limit_bound(
+            schedules.log_schedule_residual_uncertainty(law, N, schedules.UniformRatio(), w), w) for N in Ns]
+        s = (logc[1] - logc[0]) / math.log((Ns[1] + 1) / (Ns[0] + 1))
+        tol = theory.product_uniform_growth_tolerance(theta, w, *Ns)
+        assert abs(s - 1.0) <= tol < 0.01

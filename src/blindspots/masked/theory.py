@@ -259,3 +259,180 @@ def log_curvature_at_truth(log_u, w: float):
     """``log D''_{N,m}(w) = log U_{N,m} - 2 log(w(1-w))`` ({prf:ref}`thm-masked-curvature`)."""
     w = _check_w(w)
     return np.asarray(log_u, dtype=float) - 2.0 * math.log(w * (1.0 - w))
+
+
+# --------------------------------------------------------------------------
+# Chapter 5: a-priori remainder bounds for law P's residual uncertainty
+# --------------------------------------------------------------------------
+#
+# Without the conditioning on S > 0, the visible block of law P is i.i.d. under each mode and
+#   U^nu_m = (1 - theta^2)^{m/2} E_{K ~ Bin(m, 1/2)} h(K - m/2),
+#   h(j) = w(1-w) / (w e^{j L0} + (1-w) e^{-j L0}),
+# so log U^nu_m = -r_* m - 1/2 log m + 1/2 log(2/pi) + log H0(m mod 2) + Z_m with
+# H0(parity) = sum_{j in Z + parity/2} h(j). The functions below bound the remainder Z_m and the
+# effect of the conditioning from inequalities alone (central binomial bounds, ratio bounds of the
+# binomial pmf, a binomial tail); they never call the engine, so they can serve as tolerances for
+# claims about the engine's values ({prf:ref}`cor-masked-at-exponential`).
+
+
+def _h_terms(theta: float, w: float, j: np.ndarray) -> np.ndarray:
+    L0 = product_constants(theta).L0
+    # w(1-w) / (w e^{jL} + (1-w) e^{-jL}), written with a log-sum-exp to stay finite at large |j|
+    a = np.log(w) + j * L0
+    b = np.log1p(-w) - j * L0
+    return np.exp(np.log(w) + np.log1p(-w) - np.logaddexp(a, b))
+
+
+def product_h_sum(theta: float, w: float, parity: int) -> float:
+    """``H0 = sum_{j in Z + parity/2} h(j)``: the limit of ``sqrt(pi m / 2) E h(K - m/2)`` for ``m`` of that parity.
+
+    ``h`` decays like ``e^{-|j| L0}``; the sum is truncated where the terms fall below ``1e-300``.
+    """
+    theta, w = _check_theta(theta), _check_w(w)
+    if parity not in (0, 1):
+        raise ValueError(f"parity must be 0 or 1, got {parity!r}")
+    L0 = product_constants(theta).L0
+    jmax = int(math.ceil(700.0 / L0 + abs(math.log(w / (1.0 - w))) / L0)) + 2
+    j = np.arange(-jmax, jmax + 1) + 0.5 * parity
+    return float(_h_terms(theta, w, j).sum())
+
+
+def _central_and_ratio_exponent(m: int) -> tuple[float, float, np.ndarray, np.ndarray]:
+    """Bounds on ``sqrt(m) P(K = mode)`` and, for each ``j``, ``e_j`` with ``R(j) >= e^{-e_j}`` (``R <= 1``).
+
+    ``m = 2n``: ``1/sqrt(pi(n+1/2)) <= C(2n,n)/4^n <= 1/sqrt(pi(n+1/4))`` and, for ``|j| <= n``,
+    ``R(j) = P(K = n+j)/P(K = n) >= exp(-j^2/(n-|j|+1))`` (each factor ``(n-l)/(n+l+1) = 1 - x``
+    with ``-log(1-x) <= x/(1-x)``). ``m = 2n+1``: ``P(K = n) = C(2n,n)/4^n (2n+1)/(2n+2)`` and, for
+    ``j = +-(i + 1/2)``, ``R >= exp(-i(i+1)/(n+1-i))``.
+    """
+    n = m // 2
+    if m % 2 == 0:
+        c_lo, c_hi = 1.0 / math.sqrt(math.pi * (n + 0.5)), 1.0 / math.sqrt(math.pi * (n + 0.25))
+        j = np.arange(-n, n + 1, dtype=float)
+        e = j**2 / (n - np.abs(j) + 1.0)
+    else:
+        f = (2.0 * n + 1.0) / (2.0 * n + 2.0)
+        c_lo, c_hi = f / math.sqrt(math.pi * (n + 0.5)), f / math.sqrt(math.pi * (n + 0.25))
+        i = np.arange(0, n + 1, dtype=float)
+        j = np.concatenate([-(i[::-1] + 0.5), i + 0.5])
+        ii = np.abs(j) - 0.5
+        e = ii * (ii + 1.0) / (n + 1.0 - ii)
+    return math.sqrt(m) * c_lo, math.sqrt(m) * c_hi, j, e
+
+
+def product_unconditioned_remainder(theta: float, w: float, m: int) -> tuple[float, float]:
+    """``(lo, hi)`` with ``lo <= Z_m <= hi``, where
+    ``log U^nu_m = -r_* m - 1/2 log m + 1/2 log(2/pi) + log H0(m mod 2) + Z_m``.
+
+    ``U^nu_m`` is law P's residual uncertainty at ``m`` visible coordinates without the conditioning
+    on ``S > 0``. From ``U^nu_m = (1-theta^2)^{m/2} P(K=mode) sum_j h(j) R(j)`` with the bounds of
+    :func:`_central_and_ratio_exponent` and ``0 <= R <= 1``; ``lo`` and ``hi`` are ``O(1/m)``:
+    the next term of the expansion in {prf:ref}`cor-masked-at-exponential`, bounded a priori.
+    """
+    theta, w = _check_theta(theta), _check_w(w)
+    if isinstance(m, bool) or int(m) != m or m < 1:
+        raise ValueError(f"m must be an integer >= 1, got {m!r}")
+    m = int(m)
+    s_lo, s_hi, j, e = _central_and_ratio_exponent(m)
+    h = _h_terms(theta, w, j)
+    H0 = product_h_sum(theta, w, m % 2)
+    half_log = 0.5 * math.log(2.0 / math.pi)
+    lo = math.log(s_lo) - half_log + math.log(float((h * np.exp(-e)).sum()) / H0)
+    hi = math.log(s_hi) - half_log + math.log(min(1.0, float(h.sum()) / H0))
+    return lo, hi
+
+
+def product_conditioning_bounds(theta: float, w: float, N: int, m: int) -> tuple[float, float]:
+    """``(lo, hi)`` with ``lo <= log U_{N,m} - log U^nu_m <= hi`` for law P (``p^+ = nu_+(. | S > 0)``).
+
+    Upper: ``p^+_V <= nu_+(x_V) / Z_+`` with ``Z_+ = nu_+(S > 0)``, and ``ab/(a+b)`` is increasing and
+    homogeneous, so ``U_{N,m} <= U^nu_m / Z_+``. Lower: for a visible block with ``|j| <= J``,
+    ``J = floor((N-m) theta / 4)``, both modes keep their half-space with probability at least
+    ``1 - G``, ``G = P(Bin(N-m, (1+theta)/2) <= (N-m)/2 + J)``, so those blocks keep at least
+    ``(1-G)`` of their unconditioned share; the blocks with ``|j| > J`` carry at most
+    ``sum_{|j|>J} h / sum_j h e^{-e_j}`` of ``U^nu_m``.
+    """
+    from scipy.stats import binom
+
+    theta, w = _check_theta(theta), _check_w(w)
+    N, m = int(N), int(m)
+    if not 1 <= m <= N:
+        raise ValueError(f"m must lie in [1, N={N}], got {m}")
+    a = (1.0 + theta) / 2.0
+    log_zp = math.log1p(-binom.cdf((N - 1) // 2, N, a))
+    hi = -log_zp
+    _, _, j, e = _central_and_ratio_exponent(m)
+    h = _h_terms(theta, w, j)
+    J = math.floor((N - m) * theta / 4.0)
+    outside = float(h[np.abs(j) > J].sum()) / float((h * np.exp(-e)).sum())
+    G = float(binom.cdf(math.floor((N - m) / 2.0 + J), N - m, a)) if N > m else 1.0
+    if G >= 1.0 or outside >= 1.0:
+        return -math.inf, hi
+    return math.log1p(-G) + math.log1p(-outside), hi
+
+
+def log_roundoff_bound(N: int) -> float:
+    """``16 eps N``: a bound on the absolute float64 error of the engine's ``log U`` at size ``N``.
+
+    Its terms are log-binomials and log-weights of magnitude at most ``N log 2`` (plus ``N |log a|``),
+    each a few operations with relative error ``eps``; a log-sum-exp adds ``O(eps)``.
+    """
+    return 16.0 * float(np.finfo(float).eps) * int(N)
+
+
+def product_rate_pair_tolerance(theta: float, w: float, rho: float, N1: int, m1: int,
+                                N2: int, m2: int) -> float:
+    """A-priori bound on ``|s - rho r_*|``, ``s`` the pair slope in ``N`` of
+    ``log(w(1-w)) - log U_{N,m} - 1/2 log m`` between ``(N1, m1)`` and ``(N2, m2)`` (law P).
+
+    ``s - rho r_* = [r_*(m2 - m1 - rho (N2 - N1)) - (Z_{m2} - Z_{m1}) - (c_2 - c_1)
+    + log H0 differences] / (N2 - N1)`` with ``Z`` bracketed by
+    :func:`product_unconditioned_remainder`, the conditioning ``c`` by
+    :func:`product_conditioning_bounds`, plus the round-off of both points. Never looks at
+    the engine's values. Supports {prf:ref}`cor-masked-at-exponential`.
+    """
+    theta, w = _check_theta(theta), _check_w(w)
+    if not N2 > N1:
+        raise ValueError(f"need N2 > N1, got N1={N1!r}, N2={N2!r}")
+    z1, z2 = product_unconditioned_remainder(theta, w, m1), product_unconditioned_remainder(theta, w, m2)
+    c1, c2 = product_conditioning_bounds(theta, w, N1, m1), product_conditioning_bounds(theta, w, N2, m2)
+    parity = abs(math.log(product_h_sum(theta, w, m2 % 2)) - math.log(product_h_sum(theta, w, m1 % 2)))
+    dz = max(z2[1] - z1[0], z1[1] - z2[0])
+    dc = max(c2[1] - c1[0], c1[1] - c2[0])
+    lattice = product_rate(theta) * abs(m2 - m1 - rho * (N2 - N1))
+    return (lattice + dz + dc + parity + log_roundoff_bound(N1) + log_roundoff_bound(N2)) / (N2 - N1)
+
+
+def _log_uniform_sum_bounds(theta: float, w: float, N: int, M: int) -> tuple[float, float, float]:
+    """For ``S_N = 1 + sum_{m=1}^N U_{N,m} / (w(1-w))`` (law P): ``(log phi_lo, log phi_hi, tail)`` with
+    ``phi_lo <= U_{N,m} / U^nu_m <= phi_hi`` for every ``1 <= m <= M`` and ``tail`` bounding
+    ``sum_{m > M} U_{N,m} / (w(1-w))``."""
+    lo = min(product_conditioning_bounds(theta, w, N, m)[0] for m in range(1, M + 1))
+    hi = product_conditioning_bounds(theta, w, N, 1)[1]
+    # U_{N,m} <= U^nu_m / Z_+ <= (1 - theta^2)^{m/2} P(K = mode) H0 / Z_+ and P(K = mode) <= 1
+    H = max(product_h_sum(theta, w, 0), product_h_sum(theta, w, 1))
+    q = math.sqrt(1.0 - theta**2)
+    tail = math.exp(hi) * H / (w * (1.0 - w)) * q ** (M + 1) / (1.0 - q)
+    return lo, hi, tail
+
+
+def product_uniform_growth_tolerance(theta: float, w: float, N1: int, N2: int) -> float:
+    """A-priori bound on ``|s - 1|``, ``s`` the pair slope in ``log(N+1)`` of the limit bound
+    ``log C = log(N+1) - log S_N`` between ``N1 < N2`` under the uniform-ratio schedule (law P).
+
+    ``S_N = 1 + sum_{m=1}^N U_{N,m}/(w(1-w))`` and ``U^nu_m`` does not depend on ``N``: with
+    ``M = N1 // 2``, ``phi`` and ``tail`` from the conditioning bounds,
+    ``log S_{N2} - log S_{N1} <= log(phi_hi(N2) / phi_lo(N1) + phi_hi(N2)-weighted tail)`` and the same with
+    ``N1, N2`` exchanged. Plus round-off; divided by ``log((N2+1)/(N1+1))``. Supports
+    {prf:ref}`thm-masked-tensorization-lower-bound` (the growth of the uniform-ratio bound like ``N``).
+    """
+    theta, w = _check_theta(theta), _check_w(w)
+    if not N2 > N1:
+        raise ValueError(f"need N2 > N1, got N1={N1!r}, N2={N2!r}")
+    M = N1 // 2
+    lo1, hi1, t1 = _log_uniform_sum_bounds(theta, w, N1, M)
+    lo2, hi2, t2 = _log_uniform_sum_bounds(theta, w, N2, M)
+    up = math.log(math.exp(hi2 - lo1) + t2)
+    down = math.log(math.exp(hi1 - lo2) + t1)
+    d = max(up, down) + log_roundoff_bound(N1) + log_roundoff_bound(N2)
+    return d / math.log((N2 + 1.0) / (N1 + 1.0))
