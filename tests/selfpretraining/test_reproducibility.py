@@ -14,8 +14,8 @@ from blindspots.claims import ClaimFailed
 from blindspots.selfpretraining import protocols
 
 CONFIG = {"d_model": 32, "n_heads": 2, "n_layers": 1, "max_len": 128, "length": 100, "batch_size": 32,
-          "lr": 3e-3, "mlm_prob": 0.5, "local_k": 2, "n_train": 128, "n_test": 200, "spt_steps": 30,
-          "label_steps": 15, "data_seed": 0}
+          "lr": 3e-3, "mlm_prob": 0.5, "local_k": 2, "n_train": 64, "n_test": 100, "spt_steps": 20,
+          "label_steps": 10, "data_seed": 0}
 SEEDS = [0, 1]
 
 

@@ -38,6 +38,10 @@ def test_spt_gain_claim_fails_with_scratch_in_place_of_spt():
     with pytest.raises(ClaimFailed):
         gain_claim(other_scratch, SCRATCH)
     assert protocols.DEPTH_GAIN_MIN == protocols.SPT_GAIN_MIN  # chapter 04 uses the same criterion
+    for thr in protocols.DEPTH_GAIN_MIN_AFTER_RUN.values():  # chapter 04's weaker two-layer claim fails too
+        with pytest.raises(ClaimFailed):
+            claims.claim_effect("depth-2-spt-beats-scratch", "c", other_scratch, SCRATCH, exceeds=thr,
+                                paired=True, show=False)
 
 
 def test_gain_claim_survives_one_seed_on_the_plateau_but_not_three():

@@ -29,7 +29,11 @@ DEVICE = torch.device("cpu")
 # Criteria of the training claims, fixed before the book-scale runs (chapters 02-04).
 SPT_GAIN_MIN = 0.1  # ch. 02: the 95% interval of the mean paired gain of SPT + fine-tune over scratch lies above this
 PROXIMITY_GAIN_MIN = 0.1  # ch. 02: ... of local mass / Toeplitz score after SPT over trained scratch lies above this
-DEPTH_GAIN_MIN = 0.1  # ch. 04: the same criterion as SPT_GAIN_MIN, at every depth
+DEPTH_GAIN_MIN = 0.1  # ch. 04: the same criterion as SPT_GAIN_MIN, at every depth (fixed before the run)
+# ch. 04: the 0.1 criterion FAILED at two layers in the first book-scale run (t of gain - 0.1 = 2.52 against
+# the critical 2.78, 5 seeds); since then the two-layer claim is only that the interval excludes zero. This
+# threshold was chosen after seeing that run; the chapter says so and still reports the 0.1 criterion.
+DEPTH_GAIN_MIN_AFTER_RUN: dict[int, float] = {2: 0.0}
 
 
 def _rng(data_seed: int, offset: int) -> np.random.Generator:
