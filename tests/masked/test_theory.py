@@ -216,3 +216,43 @@ def test_uniform_growth_tolerance_bounds_the_engine_pair_slope():
         s = (logc[1] - logc[0]) / math.log((Ns[1] + 1) / (Ns[0] + 1))
         tol = theory.product_uniform_growth_tolerance(theta, w, *Ns)
         assert abs(s - 1.0) <= tol < 0.01
+
+
+@pytest.mark.parametrize("theta,w", [(0.6, 0.5), (0.6, 0.9), (0.8, 0.5), (0.8, 0.9)])
+def test_fitted_rate_interval_contains_the_engine_fit_and_rejects_a_wrong_rate(theta, w):
+    law = ProductLaw(theta)
+    N = 255
+    ms = np.arange(N // 8 + 1, N // 2 + 1, 3)  # both parities, as on the chapter's grid
+    log_u = np.array([exact.log_residual_uncertainty(law, N, int(m), w) for m in ms])
+    rate = -ident.ols(ms, log_u)[0]
+    lo, hi = theory.product_fitted_rate_interval(theta, w, N, ms)
+    assert lo <= rate <= hi
+    # the prefactor pushes the fitted rate above r_star; the interval is narrow enough to see it ...
+    assert lo > theory.product_rate(theta)
+    # ... and to reject a rate 1 % off (a wrong r_star moves the interval by the same amount)
+    assert hi - lo < 0.01 * theory.product_rate(theta)
+    assert not lo <= 1.01 * rate <= hi
+
+
+def test_fitted_rate_interval_centre_is_the_prefactor_and_its_width_the_next_term():
+    # at large N (conditioning negligible) and one parity (log H0 constant), the interval's centre is r_star
+    # minus the OLS slope of -1/2 log m; the brackets are O(1/m) and the OLS factor O(1/window), so doubling
+    # the window (and N) divides the half-width by about 4 (at most 3 allowed)
+    theta, w = 0.6, 0.5
+    halves = []
+    for N, a in ((4095, 400), (8191, 800)):
+        ms = np.arange(a, 2 * a, 2 * a // 200)
+        lo, hi = theory.product_fitted_rate_interval(theta, w, N, ms)
+        centre = theory.product_rate(theta) + ident.ols(ms, 0.5 * np.log(ms))[0]
+        assert abs((lo + hi) / 2 - centre) < (hi - lo) / 2
+        halves.append((hi - lo) / 2)
+    assert halves[1] < halves[0] / 3
+
+
+def test_fitted_rate_interval_rejects_bad_sizes():
+    with pytest.raises(ValueError):
+        theory.product_fitted_rate_interval(0.6, 0.5, 255, [10])
+    with pytest.raises(ValueError):
+        theory.product_fitted_rate_interval(0.6, 0.5, 255, [0, 10])
+    with pytest.raises(ValueError):
+        theory.product_fitted_rate_interval(0.6, 0.5, 255, [10.5, 20])

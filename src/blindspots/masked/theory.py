@@ -17,6 +17,7 @@ import numpy as np
 
 __all__ = [
     "product_rate",
+    "product_fitted_rate_interval",
     "ProductConstants",
     "product_constants",
     "log_pinning_failure_bound",
@@ -436,3 +437,40 @@ def product_uniform_growth_tolerance(theta: float, w: float, N1: int, N2: int) -
     down = math.log(math.exp(hi1 - lo2) + t1)
     d = max(up, down) + log_roundoff_bound(N1) + log_roundoff_bound(N2)
     return d / math.log((N2 + 1.0) / (N1 + 1.0))
+
+
+def product_fitted_rate_interval(theta: float, w: float, N: int, ms) -> tuple[float, float]:
+    """A-priori interval ``(lo, hi)`` for the least-squares rate ``-slope`` of ``log U_{N,m}`` against
+    ``m`` over the visible sizes ``ms`` (law P, ``N`` odd).
+
+    ``log U_{N,m} = -r_* m + e_m`` with ``e_m = -1/2 log m + 1/2 log(2/pi) + log H0(m mod 2) + Z_m + c_{N,m}``;
+    each ``e_m`` is bracketed a priori: ``Z_m`` by :func:`product_unconditioned_remainder` (the next term
+    of the expansion), the conditioning ``c_{N,m}`` by :func:`product_conditioning_bounds`, plus
+    :func:`log_roundoff_bound`. An OLS slope is linear in ``y``, so ``-slope(e)`` lies within
+    ``sum |x - mean| halfwidth_i / Sxx`` (the OLS perturbation bound of
+    :mod:`blindspots.masked.identifiability`) of ``-slope`` of the brackets' midpoints, and the fitted
+    rate within that of ``r_*`` minus it. The ``m^{-1/2}`` prefactor is carried exactly, not as a
+    leading-order bias. Never looks at the engine's values. Supports {prf:ref}`prop-masked-product-rate`.
+    """
+    from .identifiability import _ols_weighted_bound, ols
+
+    theta, w = _check_theta(theta), _check_w(w)
+    ms = np.asarray(ms)
+    if ms.ndim != 1 or ms.size < 2 or np.any(ms < 1) or np.any(ms != np.round(ms)):
+        raise ValueError(f"ms must be at least two integers >= 1, got {ms!r}")
+    ms = ms.astype(int)
+    lo, hi = np.empty(ms.size), np.empty(ms.size)
+    half_log = 0.5 * math.log(2.0 / math.pi)
+    h0 = {p: math.log(product_h_sum(theta, w, p)) for p in (0, 1)}
+    eps = log_roundoff_bound(N)
+    for i, m in enumerate(ms):
+        z = product_unconditioned_remainder(theta, w, int(m))
+        c = product_conditioning_bounds(theta, w, N, int(m))
+        base = -0.5 * math.log(m) + half_log + h0[int(m) % 2]
+        lo[i], hi[i] = base + z[0] + c[0] - eps, base + z[1] + c[1] + eps
+    if not np.all(np.isfinite(lo)):
+        raise ValueError("the conditioning bound is vacuous at some m: choose m <= N/2 with N larger")
+    x = ms.astype(float)
+    centre = product_rate(theta) - ols(x, 0.5 * (lo + hi))[0]
+    half = _ols_weighted_bound(x, 0.5 * (hi - lo))
+    return centre - half, centre + half
