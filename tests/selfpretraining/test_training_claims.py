@@ -38,7 +38,8 @@ def test_spt_gain_claim_fails_with_scratch_in_place_of_spt():
     with pytest.raises(ClaimFailed):
         gain_claim(other_scratch, SCRATCH)
     assert protocols.DEPTH_GAIN_MIN == protocols.SPT_GAIN_MIN  # chapter 04 uses the same criterion
-    for thr in protocols.DEPTH_GAIN_MIN_AFTER_RUN.values():  # chapter 04's weaker two-layer claim fails too
+    for L in protocols.DEPTH_CONFIRMATORY:  # chapter 04's weaker two-layer claim fails too
+        thr = protocols.depth_gain_threshold(L)
         with pytest.raises(ClaimFailed):
             claims.claim_effect("depth-2-spt-beats-scratch", "c", other_scratch, SCRATCH, exceeds=thr,
                                 paired=True, show=False)
@@ -104,3 +105,13 @@ def test_warm_recon_claim_fails_for_the_label_gradient():
     with pytest.raises(ClaimFailed):
         claims.claim_bound("warm-recon-points-to-proximity", "c", cos_lab.max(), "<",
                            -10 * G.random_direction_scale(n), kind="verification", show=False)
+
+
+def test_depth_confirmatory_seeds_are_fresh_and_its_exploratory_run_failed_the_first_criterion():
+    for L, record in protocols.DEPTH_EXPLORATORY.items():
+        fresh = protocols.depth_seeds(L, 5)
+        assert not set(fresh) & set(record["seeds"]), "a confirmatory run must not reuse the exploratory seeds"
+        eff = claims.seed_effect(record["spt"], record["scratch"], paired=True)
+        assert eff.t(protocols.DEPTH_GAIN_MIN) < eff.critical_t()  # the record: 0.1 failed there
+        assert protocols.depth_gain_threshold(L) < protocols.DEPTH_GAIN_MIN
+    assert protocols.depth_seeds(1, 3) == [0, 1, 2] and protocols.depth_gain_threshold(1) == protocols.DEPTH_GAIN_MIN

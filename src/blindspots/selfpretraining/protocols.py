@@ -30,10 +30,29 @@ DEVICE = torch.device("cpu")
 SPT_GAIN_MIN = 0.1  # ch. 02: the 95% interval of the mean paired gain of SPT + fine-tune over scratch lies above this
 PROXIMITY_GAIN_MIN = 0.1  # ch. 02: ... of local mass / Toeplitz score after SPT over trained scratch lies above this
 DEPTH_GAIN_MIN = 0.1  # ch. 04: the same criterion as SPT_GAIN_MIN, at every depth (fixed before the run)
-# ch. 04: the 0.1 criterion FAILED at two layers in the first book-scale run (t of gain - 0.1 = 2.52 against
-# the critical 2.78, 5 seeds); since then the two-layer claim is only that the interval excludes zero. This
-# threshold was chosen after seeing that run; the chapter says so and still reports the 0.1 criterion.
-DEPTH_GAIN_MIN_AFTER_RUN: dict[int, float] = {2: 0.0}
+
+# ch. 04, two layers. The exploratory book-scale run (seeds 0-4) FAILED the 0.1 criterion: its record is
+# kept here so the chapter can show it. The two-layer claim is now tested on FRESH seeds, with the weaker
+# criterion (interval above 0) written down after that run and before this one: a confirmatory run, not
+# a criterion moved on the data it judges.
+DEPTH_EXPLORATORY: dict[int, dict[str, list[float]]] = {
+    2: {"seeds": [0, 1, 2, 3, 4],
+        "scratch": [0.474, 0.478, 0.524, 0.474, 0.470],
+        "spt": [0.782, 0.598, 0.778, 0.598, 0.634]},
+}
+DEPTH_CONFIRMATORY: dict[int, dict[str, float]] = {2: {"first_seed": 5, "exceeds": 0.0}}
+
+
+def depth_seeds(n_layers: int, n_seeds: int) -> list[int]:
+    """Seeds of chapter 04 at ``n_layers``: 0, 1, ... or, for a confirmatory depth, fresh ones after the
+    exploratory run's."""
+    first = int(DEPTH_CONFIRMATORY.get(n_layers, {}).get("first_seed", 0))
+    return list(range(first, first + n_seeds))
+
+
+def depth_gain_threshold(n_layers: int) -> float:
+    """The gain the 95% interval's lower end must clear at ``n_layers`` (see DEPTH_CONFIRMATORY)."""
+    return float(DEPTH_CONFIRMATORY.get(n_layers, {}).get("exceeds", DEPTH_GAIN_MIN))
 
 
 def _rng(data_seed: int, offset: int) -> np.random.Generator:
