@@ -28,3 +28,9 @@ def test_every_dependency_is_pinned():
 
 def test_ci_runs_make_test():
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_test_files_have_unique_basenames():
+    """pytest's default import mode cannot collect two test modules with one basename."""
+    names = [p.name for p in ROOT.joinpath("tests").rglob("test_*.py")]
+    assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
