@@ -256,3 +256,80 @@ def test_fitted_rate_interval_rejects_bad_sizes():
         theory.product_fitted_rate_interval(0.6, 0.5, 255, [0, 10])
     with pytest.raises(ValueError):
         theory.product_fitted_rate_interval(0.6, 0.5, 255, [10.5, 20])
+
+
+def _cw_exact_pieces(beta, N, m):
+    """Brute-force ``log Z - N phi*`` and ``log K - N log 2`` by summing every lattice term."""
+    from scipy.special import gammaln, logsumexp
+
+    def lb(k, j):
+        return gammaln(k + 1.0) - gammaln(j + 1.0) - gammaln(k - j + 1.0)
+
+    n = N - m
+    k = np.arange(N + 1)
+    log_z = logsumexp(lb(N, k) + beta * (2 * k - N) ** 2 / (2.0 * N))
+    a = np.arange(m // 2 + 1)[:, None]
+    b = np.arange(n + 1)[None, :]
+    S = 2 * (a + b) - N
+    log_k = logsumexp(np.where(S > 0, lb(m, a) + lb(n, b) + beta * S**2 / (2.0 * N), -np.inf))
+    phi = theory.cw_barrier(beta) + math.log(2.0)
+    return log_z - N * phi, log_k - N * math.log(2.0), log_z, log_k
+
+
+@pytest.mark.parametrize("N", [15, 31, 63, 127, 255, 1023])
+def test_cw_partition_and_wedge_bounds_bracket_the_brute_force_sums(N):
+    for beta in ((1.5, 2.0) if N >= 31 else (1.5,)):  # beta = 2 needs m* + 1/N < 1
+        for m in (N // 2, (2 * N) // 3):
+            if not beta * (N - m) < N:
+                continue
+            z, k, _, _ = _cw_exact_pieces(beta, N, m)
+            z_lo, z_hi = theory.cw_log_partition_bounds(beta, N)
+            k_lo, k_hi = theory.cw_log_wedge_bounds(beta, N, m)
+            assert z_lo <= z <= z_hi
+            assert k_lo <= k <= k_hi
+
+
+@pytest.mark.parametrize("N", [15, 63, 255])
+def test_cw_exact_reduction_of_U_to_the_wedge_sum(N):
+    # U = w(1-w) (2/Z) K theta' with theta' in [1, 2/c0] (the exact reduction behind the sandwich)
+    beta, m = 1.5, N // 2
+    law = CurieWeissLaw(beta)
+    _, _, log_z, log_k = _cw_exact_pieces(beta, N, m)
+    for w in (0.5, 0.7, 0.9):
+        c0 = min(w, 1 - w)
+        t = exact.log_residual_uncertainty(law, N, m, w) - (math.log(w * (1 - w)) + math.log(2.0) - log_z + log_k)
+        assert -1e-12 <= t <= math.log(2.0 / c0) + 1e-12
+
+
+@pytest.mark.parametrize("N", [15, 31, 63, 127, 255, 511, 1023, 4095])
+def test_cw_barrier_offset_interval_contains_the_engine(N):
+    for beta in ((1.5, 2.0) if N >= 31 else (1.5,)):  # beta = 2 needs m* + 1/N < 1
+        law, dF = CurieWeissLaw(beta), theory.cw_barrier(beta)
+        m = N // 2 if beta == 1.5 else (2 * N) // 3
+        for w in (0.5, 0.9):
+            lo, hi = theory.cw_barrier_offset_interval(beta, N, m, w)
+            x = -exact.log_residual_uncertainty(law, N, m, w) - N * dF
+            assert lo <= x <= hi
+
+
+def test_cw_barrier_offset_interval_rejects_a_wrong_barrier_at_book_scale():
+    N, m, law, dF = 1023, 511, CurieWeissLaw(1.5), theory.cw_barrier(1.5)
+    for w in (0.5, 0.9):
+        lo, hi = theory.cw_barrier_offset_interval(1.5, N, m, w)
+        lu = exact.log_residual_uncertainty(law, N, m, w)
+        for wrong in (1.15 * dF, 0.85 * dF):
+            x = -lu - N * wrong
+            assert not lo <= x <= hi
+        # the interval does not depend on Delta F: it is the same whatever the caller subtracts
+        assert hi - lo < 0.3 * N * dF
+
+
+def test_cw_barrier_offset_interval_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="beta"):
+        theory.cw_barrier_offset_interval(0.9, 127, 63, 0.5)
+    with pytest.raises(ValueError, match="paramagnetic"):
+        theory.cw_barrier_offset_interval(1.5, 127, 20, 0.5)
+    with pytest.raises(ValueError, match="m must"):
+        theory.cw_barrier_offset_interval(1.5, 127, 127, 0.5)
+    with pytest.raises(ValueError, match="w must"):
+        theory.cw_barrier_offset_interval(1.5, 127, 63, 1.0)

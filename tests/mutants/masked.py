@@ -74,7 +74,10 @@ MUTANTS += [
              patch=_wrap("blindspots.masked.theory", "product_rate",
                          f"lambda theta: _orig(theta) * (1.1 if theta == {t} else 1.0)"))
       for t in ("0.6", "0.8")],
-    # cw-barrier-rate is a sanity record (no a-priori bound on the finite-size correction of the barrier rate): no mutant.
+    # cw-barrier-rate is a sanity record (no a-priori bound on the finite-size correction of the barrier rate).
+    Mutant("masked-02-barrier", "masked/02_mode_blindness", "cw-barrier-sandwich",
+           "Curie-Weiss free-energy barrier Delta F 15 % too large (the sandwich claim comes before the sanity slope record)",
+           patch=_wrap("blindspots.masked.theory", "cw_barrier", "lambda beta: 1.15 * _orig(beta)")),
     *[Mutant(f"masked-02-fixed-fraction-theta{t}", "masked/02_mode_blindness", f"product-fixed-fraction-rate-theta{t}",
              f"law P fixed-fraction rate 10 % too large at theta={t}",
              patch=_wrap("blindspots.masked.theory", "fixed_fraction_rate",

@@ -64,13 +64,14 @@ PRESETS["masked/01_setup"] = {
 PRESETS["masked/02_mode_blindness"] = {
     "smoke": {"N": [127, 255], "w": [0.5, 0.9], "theta": [0.6, 0.8], "beta": [1.5, 0.5],
               "n_lambda": 21, "m_points": 40, "fit_window": [0.125, 0.5], "small_s": [0, 1, 2, 4],
-              "fraction": 0.5, "rate_tol": 0.05, "N_tv": 7},
+              "fraction": 0.5, "rate_tol": 0.05, "N_tv": 7, "barrier_N": [127, 1023]},
     "book": {"N": [127, 255, 511, 1023], "w": [0.5, 0.9], "theta": [0.6, 0.8], "beta": [1.5, 0.5],
              "n_lambda": 201, "m_points": 128, "fit_window": [0.125, 0.5], "small_s": [0, 1, 2, 4],
-             "fraction": 0.5, "rate_tol": 0.05, "N_tv": 11},
+             "fraction": 0.5, "rate_tol": 0.05, "N_tv": 11, "barrier_N": [127, 255, 511, 1023]},
     "full": {"N": [127, 255, 511, 1023, 4095, 16383, 65535], "w": [0.5, 0.9], "theta": [0.6, 0.8],
              "beta": [1.5, 0.5], "n_lambda": 201, "m_points": 128, "fit_window": [0.125, 0.5],
-             "small_s": [0, 1, 2, 4], "fraction": 0.5, "rate_tol": 0.05, "N_tv": 11},
+             "small_s": [0, 1, 2, 4], "fraction": 0.5, "rate_tol": 0.05, "N_tv": 11,
+             "barrier_N": [127, 255, 511, 1023, 4095, 16383, 65535]},
 }
 
 # Chapter 3: information decomposition and sensitivity.

@@ -30,6 +30,9 @@ __all__ = [
     "cw_barrier",
     "fixed_fraction_rate",
     "cw_null_residual_limit",
+    "cw_log_partition_bounds",
+    "cw_log_wedge_bounds",
+    "cw_barrier_offset_interval",
     "g0",
     "g1",
     "sensitivity_bounds",
@@ -208,6 +211,109 @@ def cw_null_residual_limit(beta: float, f: float, w: float) -> float:
         return norm.pdf(z) * 2.0 * (a + b) * (a / (a + b)) * (b / (a + b))
 
     return quad(integrand, -12.0, 12.0, epsabs=1e-14, epsrel=1e-13)[0]
+
+
+def _cw_checks(beta: float, N: int, m: int) -> tuple[float, int, int, int]:
+    from .laws import check_m, check_N
+
+    beta = float(beta)
+    if not beta > 1.0:
+        raise ValueError(f"beta must be > 1 for a barrier, got {beta!r}")
+    N = check_N(N)
+    m = check_m(m, N)
+    n = N - m
+    if not 1 <= m <= N - 1:
+        raise ValueError(f"m must lie in [1, N-1={N - 1}], got {m}")
+    if not beta * n < N:
+        raise ValueError(f"need beta (N-m)/N < 1 (the hidden block paramagnetic), got {beta * n / N!r}")
+    return beta, N, m, n
+
+
+def cw_log_partition_bounds(beta: float, N: int) -> tuple[float, float]:
+    """``(lo, hi)`` with ``lo <= log Z_N - N phi* <= hi`` for the Curie-Weiss normaliser
+    ``Z_N = sum_k C(N,k) e^{beta (2k-N)^2 / (2N)}``, ``phi* = H(m*) + beta m*^2 / 2`` (``= Delta F + log 2``).
+
+    Upper: ``C(N,k) <= e^{N H((2k-N)/N)}`` and ``H(x) + beta x^2/2 <= phi*``, ``N + 1`` terms.
+    Lower: the two terms ``k*`` and ``N - k*``, ``k* = round(N(1+m*)/2)``, ``x = (2k*-N)/N``, ``|x - m*| <= 1/N``;
+    Robbins' bounds give ``C(N,k) >= sqrt(2/(pi N (1-x^2))) e^{N H(x) - 1/(12k) - 1/(12(N-k))}`` and Taylor's
+    theorem ``phi(x) >= phi* - M/(2N^2)`` with ``M = 1/(1-(m*+1/N)^2) - beta >= -phi''`` between ``x`` and ``m*``.
+    Part of {prf:ref}`prop-masked-cw-barrier`'s finite-size sandwich (:func:`cw_barrier_offset_interval`).
+    """
+    from .laws import check_N, curie_weiss_magnetisation
+
+    N = check_N(N)
+    beta = float(beta)
+    if not beta > 1.0:
+        raise ValueError(f"beta must be > 1 for a barrier, got {beta!r}")
+    ms = curie_weiss_magnetisation(beta)
+    ks = int(round(N * (1.0 + ms) / 2.0))
+    if not (1 <= ks <= N - 1 and ms + 1.0 / N < 1.0):
+        raise ValueError(f"N={N} too small for beta={beta!r}: need 1 <= k* <= N-1 and m* + 1/N < 1")
+    M = 1.0 / (1.0 - (ms + 1.0 / N) ** 2) - beta
+    x_lo = max(ms - 1.0 / N, 0.0)
+    lo = (math.log(2.0) - 0.5 * math.log(math.pi * N * (1.0 - x_lo**2) / 2.0)
+          - 1.0 / (12.0 * ks) - 1.0 / (12.0 * (N - ks)) - M / (2.0 * N))
+    return lo, math.log(N + 1.0)
+
+
+def cw_log_wedge_bounds(beta: float, N: int, m: int, y0s=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95)) -> tuple[float, float]:
+    """``(lo, hi)`` with ``lo <= log K - N log 2 <= hi``, ``K = sum C(m,a) C(N-m,b) e^{beta S^2/(2N)}`` over the
+    wedge ``a <= m/2``, ``S = 2(a+b) - N > 0`` (visible magnetisation ``r = 2a - m <= 0 < S``).
+
+    Lower: the single term ``a = floor(m/2)``, ``S = 1`` (exact log-binomials). Upper: with ``u = -r >= 0``,
+    ``v = S > 0``, ``s = 2b - n = u + v``, the exponent ``r^2/2m + s^2/2n - beta S^2/2N >= u^2/2m + c_v v^2``,
+    ``c_v = (1/n - beta/N)/2 > 0``. For ``|r| <= y0 m`` and ``|s| <= y0 n`` Robbins and Pinsker give
+    ``C(k,j)/2^k <= sqrt(2/(pi k (1-y0^2))) e^{1/(12k)} e^{-(2j-k)^2/(2k)}``; elsewhere Hoeffding gives the same
+    without the prefactor, and ``u >= y0 m``, ``u >= y0 n/2`` or ``v >= y0 n/2``. Lattice sums (step 2) of the
+    decreasing Gaussians are at most the first term plus half the integral; a tail sum from ``t`` is at most
+    ``e^{-t^2 ...}`` times the full sum. Each ``y0`` gives a valid bound; the smallest is returned.
+    """
+    beta, N, m, n = _cw_checks(beta, N, m)
+    from scipy.special import gammaln
+
+    def lb(k, j):
+        return gammaln(k + 1.0) - gammaln(j + 1.0) - gammaln(k - j + 1.0)
+
+    a0 = m // 2
+    b0 = (N + 1) // 2 - a0
+    lo = float(lb(m, a0) + lb(n, b0)) + beta / (2.0 * N) - N * math.log(2.0)
+    cv = (1.0 / n - beta / N) / 2.0
+    su = 1.0 + 0.5 * math.sqrt(math.pi * m / 2.0)          # sum over u >= 0 (step 2) of e^{-u^2/2m}
+    sv = 0.5 + 0.25 * math.sqrt(math.pi / cv)              # sum over odd v >= 1 of e^{-c_v v^2}
+    sv_tail = 1.0 + 0.25 * math.sqrt(math.pi / cv)         # the same from any start, shifted to 0
+    best = math.inf
+    for y0 in y0s:
+        pref = 2.0 / (math.pi * (1.0 - y0**2) * math.sqrt(m * n)) * math.exp(1.0 / (12.0 * m) + 1.0 / (12.0 * n))
+        t = y0 * n / 2.0
+        tail = su * sv_tail * (math.exp(-(y0 * m) ** 2 / (2.0 * m)) + math.exp(-t * t / (2.0 * m))
+                               + math.exp(-cv * t * t))
+        best = min(best, math.log(pref * su * sv + tail))
+    return lo, best
+
+
+def cw_barrier_offset_interval(beta: float, N: int, m: int, w: float) -> tuple[float, float]:
+    """A-priori interval ``(lo, hi)`` for ``-log U_{N,m} - N Delta F(beta)`` (Curie-Weiss, ``beta > 1``,
+    ``beta (N-m)/N < 1``): the finite-size sandwich of {prf:ref}`prop-masked-cw-barrier`.
+
+    Exact reduction: with ``h^+-`` the per-configuration mode weights of a visible block and ``c0 = min(w, 1-w)``,
+    ``h^+ h^- / (w h^+ + (1-w) h^-)`` lies in ``[min(h^+,h^-), min(h^+,h^-)/c0]``; the hidden sum is
+    non-decreasing in the number of visible plus-ones, so ``U = w(1-w) (2/Z) K theta'`` with
+    ``theta' in [1, 2/c0]``, ``K`` the wedge sum of :func:`cw_log_wedge_bounds`, ``Z`` the normaliser of
+    :func:`cw_log_partition_bounds`. With ``phi* = Delta F + log 2``:
+    ``lo = Z_lo - K_hi - log 4 - log(w(1-w)) + log c0``, ``hi = Z_hi - K_lo - log 2 - log(w(1-w))``, each widened
+    by :func:`log_roundoff_bound`. ``Delta F`` enters only through ``N Delta F``, which the caller subtracts;
+    the interval itself depends on ``beta`` through ``m*`` and ``c_v`` only. Never calls the engine.
+    """
+    beta, N, m, n = _cw_checks(beta, N, m)
+    w = _check_w(w)
+    c0 = min(w, 1.0 - w)
+    z_lo, z_hi = cw_log_partition_bounds(beta, N)
+    k_lo, k_hi = cw_log_wedge_bounds(beta, N, m)
+    lww = math.log(w * (1.0 - w))
+    eps = log_roundoff_bound(N)
+    lo = z_lo - k_hi - math.log(4.0) - lww + math.log(c0) - eps
+    hi = z_hi - k_lo - math.log(2.0) - lww + eps
+    return lo, hi
 
 
 # --------------------------------------------------------------------------
