@@ -138,3 +138,13 @@ def test_plotting_draws_a_figure_after_a_lazy_import():
     assert plotting.plt.gcf() is fig
     assert plotting.mpl.rcParams["figure.facecolor"] == "white"
     plotting.plt.close(fig)
+
+
+def test_glue_stores_numpy_scalars_as_plain_numbers(monkeypatch):
+    import myst_nb
+
+    seen = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=False: seen.update({name: value}))
+    runtime.glue("x", np.float64(0.25))
+    runtime.glue("s", "text")
+    assert type(seen["x"]) is float and seen["x"] == 0.25 and seen["s"] == "text"

@@ -281,6 +281,19 @@ def map_seeds(fn: Callable[..., Any], seeds: Sequence[int], *, n_jobs: int | Non
         delayed(_seed_worker)(fn, s, threads_per_job, kwargs) for s in seeds)
 
 
+def glue(name: str, value: Any, display: bool = False) -> None:
+    """myst-nb's ``glue`` for numbers in the prose, with numpy scalars turned into Python numbers.
+
+    myst-nb formats ``{glue:text}`key:.3f``` by parsing the value's repr, which for a numpy scalar
+    reads ``np.float64(0.5)`` and cannot be formatted.
+    """
+    from myst_nb import glue as _glue
+
+    if isinstance(value, np.generic):
+        value = value.item()
+    _glue(name, value, display=display)
+
+
 def current() -> "Run | None":
     """The run started by the latest ``setup`` in this process, if any."""
     return _CURRENT
