@@ -37,6 +37,17 @@ def _wrap(module: str, name: str, body: str) -> str:
     return f"import {module} as _m\n_orig = _m.{name}\n_m.{name} = {body}\n"
 
 
+def _perturb_profile(when: str, log_d: str) -> str:
+    """Patch ``exact.discrepancy_profile``: where ``when`` holds (names ``law, N, ms, w, lams``), the
+    profile's ``log_D`` becomes ``log_d`` (names ``prof``, ``_np``)."""
+    return ("import numpy as _np\nimport dataclasses as _dc\nimport blindspots.masked.exact as _m\n"
+            "_orig = _m.discrepancy_profile\n"
+            "def _patched(law, N, ms, w, lams, *a, **k):\n"
+            "    prof = _orig(law, N, ms, w, lams, *a, **k)\n"
+            f"    return _dc.replace(prof, log_D={log_d}) if {when} else prof\n"
+            "_m.discrepancy_profile = _patched\n")
+
+
 MUTANTS += [
     # ---------------------------------------------------------------- masked/01_setup
     Mutant("masked-01-engine-bias", "masked/01_setup", "decomposition-vs-enumeration",
@@ -49,10 +60,7 @@ MUTANTS += [
                        "lambda law, N, m, w, lam, *a, **k: _orig(law, N, m, w, lam, *a, **k) * (1 + (1e-10 if N > 100 else 0.0))")),
     Mutant("masked-01-profile-drift", "masked/01_setup", "monotone-in-visible-size",
            "the profile engine drifts upward with the visible size (log D + 0.05 m), as a mis-normalised sum would",
-           patch="import blindspots.masked.exact as _m\nimport dataclasses as _dc\n_orig = _m.discrepancy_profile\n"
-                 "def _patched(*a, **k):\n    prof = _orig(*a, **k)\n"
-                 "    return _dc.replace(prof, log_D=prof.log_D + 0.05 * prof.ms[:, None])\n"
-                 "_m.discrepancy_profile = _patched\n"),
+           patch=_perturb_profile("True", "prof.log_D + 0.05 * prof.ms[:, None]")),
     # ---------------------------------------------------------------- masked/02_mode_blindness
     Mutant("masked-02-hoeffding-constant", "masked/02_mode_blindness", "pinning-failure-probability",
            "pinning exponent c1 = theta^2/2 instead of theta^2/16 (the conditioning and union-bound factors dropped)",
@@ -95,11 +103,7 @@ MUTANTS += [
                        "lambda w, lams: tuple(__import__('numpy').full(__import__('numpy').size(lams), 1 / (w * (1 - w))) for _ in range(2))")),
     Mutant("masked-03-engine-near-truth", "masked/03_information_decomposition", "curvature-identity-engine",
            "the profile engine off by a relative 1e-4 for witnesses within 1e-3 of w",
-           patch="import numpy as _np\nimport dataclasses as _dc\nimport blindspots.masked.exact as _m\n_orig = _m.discrepancy_profile\n"
-                 "def _patched(law, N, ms, w, lams, *a, **k):\n    prof = _orig(law, N, ms, w, lams, *a, **k)\n"
-                 "    if _np.all(_np.abs(_np.asarray(lams) - w) < 1e-3):\n"
-                 "        prof = _dc.replace(prof, log_D=prof.log_D + 1e-4)\n    return prof\n"
-                 "_m.discrepancy_profile = _patched\n"),
+           patch=_perturb_profile("_np.all(_np.abs(_np.asarray(lams) - w) < 1e-3)", "prof.log_D + 1e-4")),
     Mutant("masked-03-curvature-theory", "masked/03_information_decomposition", "curvature-identity-engine",
            "curvature at the truth off by 0.1 %",
            patch=_wrap("blindspots.masked.theory", "log_curvature_at_truth", "lambda log_u, w: _orig(log_u, w) + 1e-3")),
@@ -111,10 +115,8 @@ MUTANTS += [
                  "    return out * (1 + 1e-3) if near else out\n_m.masked_discrepancy_joint = _patched\n"),
     Mutant("masked-03-full-mask-row", "masked/03_information_decomposition", "full-mask-binary-kl",
            "the profile engine off by a relative 1e-10 at m = 0 on the lambda grids",
-           patch="import numpy as _np\nimport dataclasses as _dc\nimport blindspots.masked.exact as _m\n_orig = _m.discrepancy_profile\n"
-                 "def _patched(law, N, ms, w, lams, *a, **k):\n    prof = _orig(law, N, ms, w, lams, *a, **k)\n"
-                 "    if _np.size(lams) > 4:\n        ld = prof.log_D.copy()\n        ld[_np.asarray(prof.ms) == 0] += 1e-10\n"
-                 "        prof = _dc.replace(prof, log_D=ld)\n    return prof\n_m.discrepancy_profile = _patched\n"),
+           patch=_perturb_profile("_np.size(lams) > 4",
+                                  "prof.log_D + 1e-10 * (_np.asarray(prof.ms) == 0)[:, None]")),
     # ---------------------------------------------------------------- masked/05_tensorization
     Mutant("masked-05-rate-p", "masked/05_tensorization", "at-rate-each-p",
            "law P visible-overlap rate 0.1 % too large",
