@@ -11,12 +11,13 @@ CLAIMS := $(CURDIR)/_build/claims
 timed = mkdir -p _build/timings; start=$$(date +%s); $(2); rc=$$?; \
 	echo $$(( $$(date +%s) - start )) > _build/timings/$(1).txt; exit $$rc
 
-.PHONY: help setup book test test-unit test-smoke test-nbval test-mutants test-docs test-gpu lab bench clean
+.PHONY: help setup book test test-unit test-smoke test-nbval test-mutants test-docs test-gpu thread-check lab bench clean
 
 help:
 	@echo "make book      set up .venv, run every notebook at book scale, build _build/html"
 	@echo "make test      set up .venv and run the whole test suite (unit, smoke, nbval, mutants, strict build)"
 	@echo "make test-mutants  planted errors: every verification claim must fail under one"
+	@echo "make thread-check  after make book: rerun the training chapters with 2 torch threads per seed, compare claims"
 	@echo "make test-gpu  full-scale notebook runs and book-scale nbval on CUDA"
 	@echo "make lab       JupyterLab on notebooks/"
 	@echo "make bench     print the benchmarks' measured ratios"
@@ -63,6 +64,11 @@ test-mutants: $(STAMP)
 # nbval, so this build renders their committed outputs instead of running them again.
 test-docs: $(STAMP)
 	BLINDSPOTS_EXECUTE=off BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(JB) build . --builder html -W -n --keep-going
+
+# Training chapters again with two torch threads per seed (one seed at a time), claims compared with
+# the one-thread records of `make book`; the status page shows the result after the next build.
+thread-check: $(STAMP)
+	$(BIN)/python tests/thread_check.py
 
 test-gpu: $(STAMP)
 	$(BIN)/pytest tests/notebooks -q -m gpu

@@ -148,3 +148,17 @@ def test_glue_stores_numpy_scalars_as_plain_numbers(monkeypatch):
     runtime.glue("x", np.float64(0.25))
     runtime.glue("s", "text")
     assert type(seen["x"]) is float and seen["x"] == 0.25 and seen["s"] == "text"
+
+
+def test_map_seeds_takes_jobs_and_threads_from_the_environment(monkeypatch):
+    monkeypatch.setenv("BLINDSPOTS_SEED_JOBS", "1")
+    monkeypatch.setenv("BLINDSPOTS_THREADS", "2")
+    out = runtime.map_seeds(_seeded_draw, [0, 1])
+    assert [threads for _, threads in out] == [2, 2]  # serial path: no pool, two threads per seed
+
+
+@pytest.mark.parametrize("name,value", [("BLINDSPOTS_SEED_JOBS", "0"), ("BLINDSPOTS_THREADS", "two")])
+def test_map_seeds_rejects_bad_environment_counts(monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=name):
+        runtime.map_seeds(_seeded_draw, [0])

@@ -89,3 +89,17 @@ def test_status_page_names_the_machine_of_the_book_runs(tmp_path):
                                                  python="3.11.7", numpy="2.4.6", torch="2.13.0", cpu="Some CPU")))
     text = sphinxext.status_markdown(tmp_path / "claims")
     assert "| Some CPU | 3.11.7 | 2.4.6 | 2.13.0 |" in text
+
+
+def test_status_page_shows_the_thread_check(tmp_path):
+    import json
+
+    from blindspots.sphinxext import thread_check_lines
+
+    assert "has not been run" in thread_check_lines(tmp_path / "none.json")[0]
+    rows = [{"id": "gain", "passed_2": True, "changed": True}, {"id": "at-chance", "passed_2": False, "changed": True}]
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps({"cpu": "x", "changed": 2, "claims": 2, "ok": False,
+                                "chapters": {"selfpretraining/04_depth": {"seconds": 9, "error": None, "claims": rows}}}))
+    text = "\n".join(thread_check_lines(path))
+    assert "**2 of 2**" in text and "**some fail**" in text and "| at-chance |" in text

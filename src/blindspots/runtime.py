@@ -243,6 +243,20 @@ def _seed_worker(fn: Callable[..., Any], seed: int, threads: int, kwargs: dict) 
     return fn(seed, **kwargs)
 
 
+def _env_count(name: str, default: int) -> int:
+    """A positive integer from environment variable ``name`` (``default`` when unset or empty)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"${name} must be an integer >= 1, got {raw!r}")
+    return value
+
+
 def map_seeds(fn: Callable[..., Any], seeds: Sequence[int], *, n_jobs: int | None = None,
               backend: str | None = None, threads_per_job: int | None = None, **kwargs: Any) -> list[Any]:
     """``[fn(seed, **kwargs) for seed in seeds]``, one worker process per core, one torch thread each.
@@ -250,22 +264,26 @@ def map_seeds(fn: Callable[..., Any], seeds: Sequence[int], *, n_jobs: int | Non
     Training claims are statistics over seeds; seeds are independent, so they run in parallel through
     joblib (``loky`` processes by default). ``fn`` must be importable (defined in ``blindspots``, not in
     a notebook) and take the seed first; results come back in the order of ``seeds``. ``n_jobs``
-    defaults to the physical cores, ``threads_per_job`` to ``$BLINDSPOTS_THREADS`` or 1 (set it to
-    check that a chapter's claims do not depend on the thread count). A reader with a cluster can pass ``backend="dask"`` or ``"ray"``
-    (after registering it with joblib) to run full scale there.
+    defaults to ``$BLINDSPOTS_SEED_JOBS`` or the physical cores, ``threads_per_job`` to
+    ``$BLINDSPOTS_THREADS`` or 1. ``BLINDSPOTS_THREADS=2 BLINDSPOTS_SEED_JOBS=1`` reruns a chapter
+    with two torch threads per seed without oversubscribing two cores (``make thread-check``). A
+    reader with a cluster can pass ``backend="dask"`` or ``"ray"`` (after registering it with joblib)
+    to run full scale there.
     """
     from joblib import Parallel, delayed
 
     seeds = [int(s) for s in seeds]
     if threads_per_job is None:
-        threads_per_job = int(os.environ.get("BLINDSPOTS_THREADS", "1"))
+        threads_per_job = _env_count("BLINDSPOTS_THREADS", 1)
     if not seeds:
         raise ValueError("seeds must name at least one seed")
     if any(s < 0 for s in seeds):
         raise ValueError(f"seeds must be non-negative integers, got {seeds}")
     if not isinstance(threads_per_job, int) or threads_per_job < 1:
         raise ValueError(f"threads_per_job must be an integer >= 1, got {threads_per_job!r}")
-    jobs = physical_cores() if n_jobs is None else n_jobs
+    if n_jobs is None:
+        n_jobs = _env_count("BLINDSPOTS_SEED_JOBS", physical_cores())
+    jobs = n_jobs
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
     jobs = min(jobs, len(seeds))

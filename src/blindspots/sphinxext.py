@@ -328,7 +328,29 @@ def status_markdown(claims_dir: Path) -> str:
         lines += [f"| `{s}` | {v:.0f} |" for s, v in stages.items()]
         lines += ["", f"Sum: **{sum(stages.values()):.0f} s** against the {MAKE_TEST_BUDGET_S:.0f} s budget "
                   "of `make test` (set-up counts only when the venv was built in that run).", ""]
+    lines += thread_check_lines(claims_dir.parent / "thread-check" / "summary.json")
     return "\n".join(lines)
+
+
+def thread_check_lines(path: Path) -> list[str]:
+    """The last ``make thread-check``: training claims rerun with two torch threads per seed."""
+    path = Path(path)
+    if not path.is_file():
+        return ["`make thread-check` (training chapters rerun with two torch threads per seed) has not "
+                "been run on this machine.", ""]
+    summary = json.loads(path.read_text())
+    lines = [f"`make thread-check` reran the training chapters with two torch threads per seed on "
+             f"{_cell(summary.get('cpu') or 'unknown')}: **{summary['changed']} of {summary['claims']}** "
+             f"claims measured a different value than with one thread, and "
+             f"{'**all pass with both**' if summary['ok'] else '**some fail**'}.", "",
+             "| chapter | claims | value changed | fail with 2 threads | seconds |", "|---|---|---|---|---|"]
+    for chapter, rec in summary["chapters"].items():
+        rows = rec["claims"]
+        failed = [r["id"] for r in rows if not r["passed_2"]]
+        lines.append(f"| {{doc}}`/notebooks/{chapter}` | {len(rows)} | {sum(r['changed'] for r in rows)} | "
+                     f"{', '.join(failed) or 'none'}{' (' + _cell(rec['error']) + ')' if rec.get('error') else ''} | "
+                     f"{rec['seconds']} |")
+    return lines + [""]
 
 
 def setup(app) -> dict[str, Any]:
