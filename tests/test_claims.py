@@ -159,6 +159,8 @@ def test_claim_effect_passes_when_the_interval_clears_the_threshold(records):
     a, b = [0.81, 0.77, 0.85, 0.79, 0.90], [0.52, 0.49, 0.55, 0.50, 0.51]
     eff = claims.claim_effect("gain", "gain above 0.2", a, b, exceeds=0.2)
     assert eff.low > 0.2
+    rec = json.loads((records[0] / "gain.json").read_text())
+    assert rec["margin"] == pytest.approx(eff.critical_t() / eff.t(0.2)) and 0 < rec["margin"] < 1
     with pytest.raises(claims.ClaimFailed):  # the interval reaches below 0.3
         claims.claim_effect("gain2", "gain above 0.3", a, b, exceeds=0.3)
 

@@ -329,12 +329,17 @@ def claim_effect(cid: str, statement: str, treated: Any, control: Any, *, exceed
     """Claim that the effect of ``treated`` over ``control`` exceeds ``exceeds`` with the seed spread
     counted: the lower end of the ``confidence`` interval lies above ``exceeds``.
 
-    Recorded as a bound on Student's t of ``difference - exceeds`` against the critical t, so the
-    margin table shows how far the interval clears the threshold. ``statement`` must state the
+    Recorded as a bound on Student's t of ``difference - exceeds`` against the critical t; its margin
+    is critical t / t (1 at the edge, smaller the further the interval clears the threshold). ``statement`` must state the
     criterion, fixed before the run. Prints the pass line by default: trained results differ in their
     last digits between machines, whether the interval clears the threshold should not.
     """
+    _validate(cid, statement, 3, kind, show)
     eff = seed_effect(treated, control, paired=paired, confidence=confidence)
-    claim_bound(cid, statement, eff.t(exceeds), ">", eff.critical_t(), kind=kind, theorem=theorem,
-                digits=3, show=show)
+    t, t_crit = eff.t(exceeds), eff.critical_t()
+    c = _make(cid, statement, t, t_crit, 0.0, ">", theorem, 3, t > t_crit, kind)
+    # Margin: critical t over measured t, 1 where the interval's end touches the threshold, 1/2 where
+    # the difference clears it by twice the needed number of standard errors.
+    c.margin = t_crit / t if t > 0 else math.inf
+    _finish(c, show)
     return eff

@@ -237,7 +237,8 @@ def verification_markdown(claims_dir: Path) -> str:
     flagged = [r for r in records if r.get("margin") is not None and r["margin"] > MARGIN_WARNING]
     lines += [f"A claim's **margin** is the share of its tolerance it used: |measured − expected| / "
               f"tolerance for an equality, the excess over the bound divided by the slack for a bound "
-              f"(0 when the bound holds without it; – for a bound without slack). Margins above "
+              f"(0 when the bound holds without it; – for a bound without slack), and critical t / t for "
+              f"a training effect over seeds (1 where its interval touches the threshold). Margins above "
               f"{MARGIN_WARNING} are flagged ⚠ ({len(flagged)} in this run).", "",
               "| chapter | verifications | consistency | sanity | killed | largest margin |",
               "|---|---|---|---|---|---|"]
