@@ -1,1 +1,19 @@
-"""Part code: privileged."""
+from .._exports import lazy_exports
+
+_GROUPS = (
+    ("theory", "privileged/01-02", "the normal-inverse-gamma anomaly model, exact posteriors and the information gap",
+     ("GaussianAnomalyPrior", "NIGPosterior", "posterior", "sample_generators", "sample_points", "log_predictive",
+      "label_logprobs_given_context", "label_logprobs_given_generator", "information_gap_curve",
+      "asymptotic_gap_constant", "asymptotic_gap_bound", "entropy", "bernoulli_kl")),
+    ("metafeatures", "privileged/01", "meta-features of a dataset", ("meta_features",)),
+    ("representation", "privileged/01", "the two-shape task and the representation gap of bilinear read-outs",
+     ("TwoShapeTask", "representation_gaps", "shape_blind_excess", "per_shape_excess", "fit_read_out",
+      "bayes_risk_given_shape")),
+    ("teacher_forcing", "privileged/02", "the privileged detector, annealed teacher forcing, training arms",
+     ("PrivilegedDetector", "teacher_forcing_weight", "mix_embeddings", "generator_embedding", "train_arms",
+      "effect_samples")),
+)
+
+__doc__, __all__, __getattr__, __dir__ = lazy_exports(
+    __name__, "Part III, privileged information (Ding & Akoglu, PIQL): learning using privileged information.",
+    _GROUPS)
