@@ -72,7 +72,7 @@ def test_status_page_compares_timings_with_budgets(tmp_path):
         (d / "_run.json").write_text(json.dumps(dict(chapter="masked/01_setup", scale="x", device="cpu", elapsed_s=t)))
     text = sphinxext.status_markdown(book)
     row = next(line for line in text.splitlines() if "masked/01_setup" in line)
-    assert "| 5 | 300 | cpu | **no** |" in row
+    assert "| 5 | 300 | cpu | **no** | this build |" in row
 
 
 def test_src_hash_changes_with_the_sources(tmp_path):
@@ -103,3 +103,12 @@ def test_status_page_shows_the_thread_check(tmp_path):
                                 "chapters": {"selfpretraining/04_depth": {"seconds": 9, "error": None, "claims": rows}}}))
     text = "\n".join(thread_check_lines(path))
     assert "**2 of 2**" in text and "**some fail**" in text and "| at-chance |" in text
+
+
+def test_status_page_reads_committed_run_records_when_nothing_was_executed(tmp_path):
+    rec = sphinxext.committed_run_record(sphinxext.runtime.repo_root(), "masked/01_setup")
+    assert rec["chapter"] == "masked/01_setup" and rec["scale"] == "book" and rec["elapsed_s"] > 0
+    text = sphinxext.status_markdown(tmp_path / "claims")  # no records at all
+    row = next(line for line in text.splitlines() if "masked/01_setup" in line)
+    assert row.endswith("| committed output |") and "| cpu |" in row
+    assert "jupyter-book 1." in text
