@@ -788,7 +788,8 @@ def visible_overlap_rate(law, rho: float, grid: int = 200_001) -> float:
       with ``phi(m) = beta m^2/2 + h(m)``: the Laplace-principle cost, under the ``+``
       mode, of a balanced visible block (visible magnetisation 0) while the hidden
       block keeps magnetisation ``z``. It equals the barrier ``phi(m*) - log 2`` once
-      the optimum is ``z = 0`` (``rho >= 1/2`` at ``beta = 1.5``).
+      the optimum is ``z = 0``, which holds exactly when the hidden block is paramagnetic,
+      ``beta (1 - rho) <= 1``, i.e. ``rho >= 1 - 1/beta`` (``= 1/3`` at ``beta = 1.5``).
 
     Used for {prf:ref}`cor-masked-at-exponential`; for ``rho >= 1 - 1/beta`` law C's
     rate is the barrier of {prf:ref}`prop-masked-cw-barrier`, the rest is derived in
