@@ -71,6 +71,9 @@ _G.random_abstraction = _inst
     return (shared * d.double()).sum((-1, -2)) / g.norm(dim=(-1, -2))
 _G.per_matrix_projection = _proj
 """),
+    Mutant("sp-iid-diagonal-forgotten", NB01, "iid-band-mean",
+           "the centred band direction taken to have no diagonal (tr D_k = 0): the old 'mean zero on i.i.d. tokens'",
+           patch=_G + "_G.band_trace = lambda n, k=1: 0.0\n"),
     # --- chapter 01: full model
     Mutant("sp-label-readout-not-mean-init", NB01, "row-shared-label-exceeds-recon-init",
            "a label loss whose score gradient has no row-shared part (a read-out that is not a mean)",

@@ -102,3 +102,73 @@ def test_random_direction_cosine_scale_is_one_over_n_minus_one():
         cos.append(float((r * d).sum() / r.norm()))
     assert abs(np.std(cos) * (n - 1) - 1) < 0.15
     assert G.random_direction_scale(n) == 1 / (n - 1)
+
+
+# ----------------------------------------------------------------------------- i.i.d. tokens (prop-sp-iid-band-mean)
+@pytest.mark.parametrize("n,k", [(4, 1), (10, 1), (37, 3), (100, 1), (64, 5)])
+def test_band_trace_closed_form_equals_trace_of_band_direction(n, k):
+    assert abs(G.band_trace(n, k) - float(torch.trace(G.band_direction(n, k)))) < 1e-13
+    assert G.band_trace(n, k) < 0
+
+
+def test_band_trace_rejects_bad_arguments():
+    with pytest.raises(ValueError):
+        G.band_trace(5, 5)
+    with pytest.raises(ValueError):
+        G.band_trace(5, 0)
+
+
+@pytest.mark.parametrize("n,m", [(5, 2), (6, 1), (6, 5), (7, 3)])
+def test_masked_pair_mass_equals_enumeration_over_subsets(n, m):
+    from itertools import combinations
+
+    d = G.band_direction(n, 1).numpy()
+    subsets = list(combinations(range(n), m))
+    exact = np.mean([d[np.ix_(s, s)].sum() for s in subsets])
+    assert abs(G.masked_pair_mass(n, m, np.trace(d)) - exact) < 1e-13
+
+
+def test_iid_band_mean_factor_is_trace_times_n_minus_m_over_n2_n_minus_1():
+    n, m = 20, 7
+    assert abs(G.iid_band_mean_factor(n, m) - G.band_trace(n) * (n - m) / (n ** 2 * (n - 1))) < 1e-17
+
+
+def test_iid_projection_samples_match_the_reconstruction_closed_form():
+    """The vectorised projection equals <R(I - J/n)/n, D_1> on the same sequences, built as Abstraction instances."""
+    setting = G.random_iid_reconstruction(np.random.default_rng(3))
+    n, m = 9, 4
+    proj, stat = G.iid_band_projection_samples(setting, n, m, 6, np.random.default_rng(4), chunk=4)
+    # replay the same draws
+    rng = np.random.default_rng(4)
+    d = G.band_direction(n, 1)
+    kk = setting.vocab
+    x_all, m_all = [], []
+    for size in (4, 2):
+        x = rng.choice(kk, size=(size, n), p=setting.p)
+        order = np.argsort(rng.random((size, n)), axis=1)
+        masked = np.zeros((size, n), bool)
+        np.put_along_axis(masked, order[:, :m], True, axis=1)
+        x_all.append(x)
+        m_all.append(masked)
+    x_all, m_all = np.concatenate(x_all), np.concatenate(m_all)
+    for b in range(6):
+        shown = np.where(m_all[b], kk, x_all[b])
+        inst = G.Abstraction(values=torch.tensor(setting.embed.T[shown]), label_readout=torch.zeros(2, 6, dtype=torch.float64),
+                             label=0, recon_readout=torch.tensor(setting.readout), targets=torch.tensor(x_all[b]),
+                             masked=torch.tensor(m_all[b]))
+        g = G.reconstruction_gradient_closed_form(inst)
+        assert abs(float((g * d).sum()) - proj[b]) < 1e-14
+        _, g_auto = G.abstraction_score_gradients(inst)
+        assert abs(float((g_auto * d).sum()) - proj[b]) < 1e-14
+    assert stat.shape == (6,)
+
+
+def test_iid_band_mean_matches_prediction_and_is_not_zero():
+    """Monte Carlo at n = 10: the mean projection equals factor * mean statistic within 4 SE, and is > 4 SE from 0."""
+    setting = G.random_iid_reconstruction(np.random.default_rng(0))
+    n, m = 10, 5
+    proj, stat = G.iid_band_projection_samples(setting, n, m, 20_000, np.random.default_rng(1))
+    diff = proj - G.iid_band_mean_factor(n, m) * stat
+    se = lambda a: a.std(ddof=1) / np.sqrt(a.size)
+    assert abs(diff.mean()) <= 4 * se(diff)
+    assert abs(proj.mean()) > 4 * se(proj)

@@ -167,6 +167,115 @@ def reconstruction_gradient_closed_form(inst: Abstraction) -> torch.Tensor:
     return (big_r - big_r.mean(1, keepdim=True)) / n
 
 
+# ----------------------------------------------------------------------------- i.i.d. tokens
+def band_trace(n: int, k: int = 1) -> float:
+    """``tr(D_k)`` of the unit, double-centred band direction (:func:`band_direction`), in closed form.
+
+    With ``C = I - J/n``, ``B = B_k`` (zero diagonal, row sums ``s_i``, total ``S``),
+    ``(CBC)_ii = -2 s_i/n + S/n^2``, so ``tr(CBC) = -S/n`` with ``S = k(2n - k - 1)``, and
+    ``||CBC||_F^2 = S - 2 ||s||^2/n + S^2/n^2``. Hence
+    ``tr(D_k) = -S / (n ||CBC||_F) < 0``: about ``-sqrt(2k/n)`` for ``k << n``. Used by
+    {prf:ref}`prop-sp-iid-band-mean`.
+    """
+    if not isinstance(n, (int, np.integer)) or not isinstance(k, (int, np.integer)) or not 1 <= k < n:
+        raise ValueError(f"need integers 1 <= k < n, got n={n!r}, k={k!r}")
+    i = np.arange(n)
+    s = np.minimum(i, k) + np.minimum(n - 1 - i, k)
+    total = float(k * (2 * n - k - 1))
+    fro2 = total - 2.0 * float(np.sum(s.astype(float) ** 2)) / n + total ** 2 / n ** 2
+    return -total / (n * np.sqrt(fro2))
+
+
+def masked_pair_mass(n: int, m: int, trace: float) -> float:
+    """``E sum_{i, j in M} D_ij`` for a uniformly random masked set ``M`` of size ``m``, and ``D 1 = 0``.
+
+    ``P(i in M) = m/n`` on the diagonal and ``P(i, j in M) = m(m-1)/(n(n-1))`` off it; the
+    off-diagonal entries of ``D`` sum to ``-tr D``, so the mass is
+    ``tr(D) [m/n - m(m-1)/(n(n-1))] = tr(D) m(n-m) / (n(n-1))``.
+    """
+    if not 1 <= m < n:
+        raise ValueError(f"need 1 <= m < n, got m={m!r}, n={n!r}")
+    return float(trace) * m * (n - m) / (n * (n - 1))
+
+
+def iid_band_mean_factor(n: int, m: int, k: int = 1) -> float:
+    """The factor ``E[T_MM] / (n m) = tr(D_k) (n - m) / (n^2 (n - 1))`` of {prf:ref}`prop-sp-iid-band-mean`.
+
+    Under i.i.d. tokens and a uniform masked set of size ``m``,
+    ``E <grad_S l_rec, D_k> = iid_band_mean_factor(n, m, k) * E[(pi - p)^T U (e_MASK - vbar_vis)]``.
+    """
+    return masked_pair_mass(n, m, band_trace(n, k)) / (n * m)
+
+
+@dataclass
+class IidReconstruction:
+    """The abstraction of {prf:ref}`def-sp-abstraction` on i.i.d. tokens (numpy, float64).
+
+    Tokens ``0..K-1`` are i.i.d. with law ``p``; ``K`` is the MASK token. Values are
+    ``v_j = E[:, x~_j]`` (``E`` is ``d x (K+1)``), the read-out is ``U`` (``K x d``).
+    """
+
+    p: np.ndarray  # (K,)
+    embed: np.ndarray  # (d, K + 1); the last column embeds MASK
+    readout: np.ndarray  # (K, d)
+
+    @property
+    def vocab(self) -> int:
+        return self.p.shape[0]
+
+
+def random_iid_reconstruction(rng: np.random.Generator, *, vocab: int = 4, width: int = 6,
+                              visible_scale: float = 0.5, mask_scale: float = 2.0) -> IidReconstruction:
+    """A fixed random instance: uniform ``p``, visible embeddings of scale ``visible_scale``, MASK of ``mask_scale``.
+
+    A MASK embedding far from the visible ones makes ``e_MASK - vbar_vis`` large, so that the mean of
+    {prf:ref}`prop-sp-iid-band-mean` stands out of the Monte Carlo noise at a moderate sample size.
+    """
+    embed = visible_scale * rng.standard_normal((width, vocab + 1))
+    embed[:, vocab] = mask_scale * rng.standard_normal(width)
+    readout = rng.standard_normal((vocab, width)) / np.sqrt(width)
+    return IidReconstruction(p=np.full(vocab, 1.0 / vocab), embed=embed, readout=readout)
+
+
+def iid_band_projection_samples(setting: IidReconstruction, n: int, m: int, samples: int,
+                                rng: np.random.Generator, k: int = 1, chunk: int = 5000) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sequence ``<grad_S l_rec, D_k>`` at uniform attention, and the statistic ``(pi - p)^T U (e_MASK - vbar_vis)``.
+
+    Each sequence has i.i.d. tokens from ``setting.p`` and a uniformly random masked set of size ``m``.
+    The projection is computed from {prf:ref}`prop-sp-reconstruction-gradient`,
+    ``(1/(n m)) sum_{i in M} sum_j D_ij (pi - e_{x_i})^T U v_j``, without using the i.i.d. structure.
+    Returns two arrays of length ``samples``.
+    """
+    if not 1 <= m < n:
+        raise ValueError(f"need 1 <= m < n, got m={m!r}, n={n!r}")
+    if samples < 1:
+        raise ValueError(f"samples must be >= 1, got {samples!r}")
+    kk, e, u = setting.vocab, setting.embed, setting.readout
+    w = u @ e  # (K, K+1): score of target a against value token c
+    d = band_direction(n, k).numpy()
+    proj, stat = [], []
+    for start in range(0, samples, chunk):
+        b = min(chunk, samples - start)
+        x = rng.choice(kk, size=(b, n), p=setting.p)
+        order = np.argsort(rng.random((b, n)), axis=1)
+        masked = np.zeros((b, n), bool)
+        np.put_along_axis(masked, order[:, :m], True, axis=1)
+        shown = np.where(masked, kk, x)
+        v = e.T[shown]  # (b, n, d)
+        z = v.mean(1) @ u.T
+        pi = np.exp(z - z.max(1, keepdims=True))
+        pi /= pi.sum(1, keepdims=True)
+        # sum_{i in M} sum_j D_ij pi^T U v_j
+        first = ((masked.astype(float) @ d) * np.take_along_axis(pi @ w, shown, 1)).sum(1)
+        # sum_{i in M} sum_j D_ij W[x_i, x~_j]
+        neigh = d @ np.eye(kk + 1)[shown]  # (b, n, K+1): sum_j D_ij 1[x~_j = c]
+        second = (masked * (w[x] * neigh).sum(2)).sum(1)
+        proj.append((first - second) / (n * m))
+        vis_mean = (v * (~masked)[:, :, None]).sum(1) / (n - m)
+        stat.append(np.einsum("bk,kd,bd->b", pi - setting.p, u, e[:, kk][None] - vis_mean))
+    return np.concatenate(proj), np.concatenate(stat)
+
+
 # ----------------------------------------------------------------------------- full model
 def label_loss(model, tokens: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(model.classify(tokens), labels)

@@ -9,13 +9,14 @@ _TRAIN = {"batch_size": 32, "lr": 3e-3, "mlm_prob": 0.5, "local_k": 2}
 PRESETS: dict = {
     "selfpretraining/01_gradient_blindness": {
         "smoke": {**_MODEL, "n_instances": 20, "n_model_seeds": 2, "grad_batch": 8, "band_k": 1,
-                  "warmup_steps": 5, "init_scales": [0.003, 0.03, 1.0], "slope_fit_max": 0.03, "scale_batch": 8, **_TRAIN},
+                  "warmup_steps": 5, "init_scales": [0.003, 0.03, 1.0], "slope_fit_max": 0.03, "scale_batch": 8,
+                  "iid_ns": [10], "iid_samples": 4000, "z": 3.0, **_TRAIN},
         "book": {**_MODEL, "n_instances": 500, "n_model_seeds": 4, "grad_batch": 512, "band_k": 1,
                  "warmup_steps": 300, "init_scales": [0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0],
-                 "slope_fit_max": 0.03, "scale_batch": 32, **_TRAIN},
+                 "slope_fit_max": 0.03, "scale_batch": 32, "iid_ns": [10, 30, 100], "iid_samples": 20000, "z": 3.0, **_TRAIN},
         "full": {**_MODEL, "n_instances": 5000, "n_model_seeds": 20, "grad_batch": 2048, "band_k": 1,
                  "warmup_steps": 2000, "init_scales": [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0],
-                 "slope_fit_max": 0.03, "scale_batch": 128, **_TRAIN},
+                 "slope_fit_max": 0.03, "scale_batch": 128, "iid_ns": [10, 30, 100], "iid_samples": 100000, "z": 3.0, **_TRAIN},
     },
     "selfpretraining/02_training_mechanism": {
         "smoke": {**_MODEL, **_TRAIN, "n_train": 256, "n_test": 200, "seeds": 2, "spt_steps": 20,
