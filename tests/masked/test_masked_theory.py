@@ -333,3 +333,48 @@ def test_cw_barrier_offset_interval_rejects_bad_arguments():
         theory.cw_barrier_offset_interval(1.5, 127, 127, 0.5)
     with pytest.raises(ValueError, match="w must"):
         theory.cw_barrier_offset_interval(1.5, 127, 63, 1.0)
+
+
+def test_recovery_weight_bound_is_pinsker_times_the_sensitivity_constant():
+    w, eps = 0.5, np.array([1e-6, 1e-3])
+    c_J = theory.sensitivity_constants(w)[0]
+    got = theory.recovery_weight_bound(eps, 0.25, 0.1, w)
+    assert got == pytest.approx(np.sqrt(eps / (2 * 0.25 * c_J * 0.1)), rel=1e-12)
+    assert np.exp(theory.log_recovery_weight_bound(math.log(1e-300), math.log(1e-250), w)) == pytest.approx(
+        math.sqrt(1e-50 / (2 * c_J)), rel=1e-10)
+    with pytest.raises(ValueError, match="pi_s"):
+        theory.recovery_weight_bound(eps, 0.0, 0.1, w)
+
+
+def test_recovery_weight_bound_holds_and_is_tight_for_the_full_mask():
+    # mu = delta_0: D_mu(lam) = kl(w || lam), U_mu = w(1-w); near lam = w the ratio |lam - w| / bound
+    # tends to sqrt(4 c_J (w(1-w))^2), 0.87 at w = 1/2, and never exceeds 1 on J
+    for w in (0.5, 0.9):
+        lo, hi = ident.mode_weight_interval(w)
+        lam = np.linspace(lo, hi, 4001)
+        lam = lam[np.abs(lam - w) > 1e-9]
+        log_kl = exact.log_binary_kl(w, lam)
+        ratio = np.abs(lam - w) / np.exp(theory.log_recovery_weight_bound(log_kl, math.log(w * (1 - w)), w))
+        assert ratio.max() <= 1.0
+        limit = math.sqrt(4 * theory.sensitivity_constants(w)[0] * (w * (1 - w)) ** 2)
+        assert ratio.max() >= limit * (1 - 1e-3)
+    # tight enough at w = 1/2 that the upper constant C_J in place of c_J breaks it
+    c_J, C_J = theory.sensitivity_constants(0.5)
+    assert math.sqrt(4 * c_J / 16) * math.sqrt(C_J / c_J) > 1.0
+
+
+def test_recovery_weight_bound_holds_on_a_multi_point_schedule_of_the_engine():
+    law, N, w = ProductLaw(0.6), 63, 0.9
+    ms, mu = np.array([0, 3, 20, 62]), np.array([0.01, 0.2, 0.5, 0.29])
+    lo, hi = ident.mode_weight_interval(w)
+    lam = np.linspace(lo, hi, 401)
+    lam = lam[np.abs(lam - w) > 1e-9]
+    prof = exact.discrepancy_profile(law, N, ms, w, lam)
+    from scipy.special import logsumexp
+    log_d = logsumexp(np.log(mu)[:, None] + prof.log_D, axis=0)
+    log_u = logsumexp(np.log(mu) + prof.log_U)
+    assert np.all(np.log(np.abs(lam - w)) <= theory.log_recovery_weight_bound(log_d, log_u, w) + 1e-12)
+    # the pi_s form is weaker: pi_s U_s <= U_mu for each s
+    for k in range(ms.size):
+        assert theory.log_recovery_weight_bound(0.0, math.log(mu[k]) + prof.log_U[k], w) >= \
+            theory.log_recovery_weight_bound(0.0, log_u, w)

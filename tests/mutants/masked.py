@@ -25,6 +25,12 @@ MUTANTS: list[Mutant] = [
              f"slope-{kind.replace('_', '-')}-each",
              f"predicted slope of {kind} shifted by {by:+g}", patch=_shift_slope(kind, by))
       for kind in ("kappa_pi", "r_pi", "r_eps") for by in (0.1, -0.1)],
+    Mutant("masked-04-recovery-bound-constant", "masked/04_schedules", "recovery-bound-general",
+           "upper sensitivity constant C_I in place of c_I in the recovery bound sqrt(eps / (2 pi_s c_I U_(N,s)))",
+           patch="import math as _math\nimport numpy as _np\nimport blindspots.masked.theory as _t\n"
+                 "_t.log_recovery_weight_bound = lambda log_eps, log_pi_u, w, n=20001: 0.5 * ("
+                 "_np.asarray(log_eps, dtype=float) - _math.log(2.0 * _t.sensitivity_constants(w, n)[1])"
+                 " - _np.asarray(log_pi_u, dtype=float))\n"),
     Mutant("masked-04-coercivity-constant", "masked/04_schedules", "full-mask-coercivity-pi0-1",
            "Pinsker constant doubled: TV <= sqrt(eps / (4 pi0)) instead of sqrt(eps / (2 pi0))",
            patch="import numpy as _np\nimport blindspots.masked.identifiability as _m\n"

@@ -8,6 +8,7 @@ PRESETS["masked/04_schedules"] = {
         "coercivity": {"N": 7, "m_base": 3, "n": 200, "noise": [1e-3, 1.0], "tilt": 2.0,
                        "pi0": [1e-2, 1e-1, 1.0]},
         "blind_N": 255,
+        "general": {"n_schedules": 6, "max_support": 5, "low_max": 8, "log10_damp": 4.0, "n_lambda": 101, "n_near": 13},
     },
     "book": {
         "laws": [["P", 0.6], ["C", 1.5]], "N": [127, 1023], "w": [0.5, 0.9], "m_base_div": [4, 2],
@@ -16,6 +17,7 @@ PRESETS["masked/04_schedules"] = {
         "coercivity": {"N": 9, "m_base": 4, "n": 1000, "noise": [1e-3, 1.0], "tilt": 2.0,
                        "pi0": [1e-3, 1e-2, 1e-1, 1.0]},
         "blind_N": 1023,
+        "general": {"n_schedules": 25, "max_support": 6, "low_max": 8, "log10_damp": 4.0, "n_lambda": 201, "n_near": 25},
     },
     "full": {
         "laws": [["P", 0.6], ["C", 1.5]], "N": [255, 4095],
@@ -25,6 +27,7 @@ PRESETS["masked/04_schedules"] = {
         "coercivity": {"N": 11, "m_base": 5, "n": 2000, "noise": [1e-3, 1.0], "tilt": 2.0,
                        "pi0": [1e-3, 1e-2, 1e-1, 1.0]},
         "blind_N": 4095,
+        "general": {"n_schedules": 50, "max_support": 8, "low_max": 8, "log10_damp": 4.0, "n_lambda": 401, "n_near": 25},
     },
 }
 

@@ -362,6 +362,29 @@ def sensitivity_constants(w: float, n: int = 20001) -> tuple[float, float]:
     return float(lo.min()), float(hi.max())
 
 
+def log_recovery_weight_bound(log_eps, log_pi_u, w: float, n: int = 20001):
+    """``log sqrt(eps / (2 pi_s c_J U_{N,s}))``: the non-asymptotic bound on ``|lam - w|`` of
+    {prf:ref}`thm-masked-recovery-bound`, for every ``lam`` in ``J`` with ``D_mu(lam) <= eps``.
+
+    ``log_pi_u`` is ``log(pi_s U_{N,s})`` for one visible size ``s`` of the schedule, or
+    ``log U_mu`` (the sum of ``mu(m) U_{N,m}`` over all sizes), which gives the sharper form.
+    ``c_J`` is the lower sensitivity constant of {prf:ref}`thm-masked-sensitivity`
+    (:func:`sensitivity_constants`). Works in the log domain, so ``eps`` and ``U`` far below the
+    float64 range are fine.
+    """
+    w = _check_w(w)
+    c_J = sensitivity_constants(w, n)[0]
+    return 0.5 * (np.asarray(log_eps, dtype=float) - math.log(2.0 * c_J) - np.asarray(log_pi_u, dtype=float))
+
+
+def recovery_weight_bound(eps, pi_s: float, u_s: float, w: float, n: int = 20001):
+    """``sqrt(eps / (2 pi_s c_J U_{N,s}))`` ({prf:ref}`thm-masked-recovery-bound`); see
+    :func:`log_recovery_weight_bound`."""
+    if not pi_s > 0 or not u_s > 0:
+        raise ValueError(f"pi_s and u_s must be positive, got pi_s={pi_s!r}, u_s={u_s!r}")
+    return np.exp(log_recovery_weight_bound(np.log(np.asarray(eps, dtype=float)), math.log(pi_s * u_s), w, n))
+
+
 def log_curvature_at_truth(log_u, w: float):
     """``log D''_{N,m}(w) = log U_{N,m} - 2 log(w(1-w))`` ({prf:ref}`thm-masked-curvature`)."""
     w = _check_w(w)
