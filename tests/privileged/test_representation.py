@@ -20,7 +20,7 @@ def test_laws_are_normalised_with_the_stated_variance(shape, var):
 def test_sampler_matches_the_density(shape):
     task = rp.TwoShapeTask(shapes=(shape, shape))
     draws = rp.sample_tasks(task, 200_000, 1, np.random.default_rng(0))["context"][:, 0]
-    # second moment of the contaminated law: (1 - pi) + pi * kappa
+    # second moment of the contaminated law: (1 - pi) + pi * gamma
     expect = 1 - task.anomaly_rate + task.anomaly_rate * task.inflation
     assert np.mean(draws ** 2) == pytest.approx(expect, abs=5 * np.std(draws ** 2) / np.sqrt(len(draws)))
 

@@ -179,13 +179,13 @@ def test_asymptotic_constant_is_below_its_linear_bound(d):
 def test_asymptotic_constant_equals_quadrature_in_one_dimension():
     """For d = 1 the Monte Carlo constant equals a deterministic integral over the standardised query."""
     prior = th.GaussianAnomalyPrior(d=1)
-    pi, kappa = prior.anomaly_rate, prior.inflation
-    a = 0.5 * (1 - 1 / kappa)
-    wbar = 1 - pi + pi / kappa
+    pi, gamma = prior.anomaly_rate, prior.inflation
+    a = 0.5 * (1 - 1 / gamma)
+    wbar = 1 - pi + pi / gamma
 
     def integrand(zz):
         f0 = (1 - pi) * math.exp(-0.5 * zz * zz) / math.sqrt(2 * math.pi)
-        f1 = pi * math.exp(-0.5 * zz * zz / kappa) / math.sqrt(2 * math.pi * kappa)
+        f1 = pi * math.exp(-0.5 * zz * zz / gamma) / math.sqrt(2 * math.pi * gamma)
         p = f1 / (f0 + f1)
         return (f0 + f1) * 0.5 * p * (1 - p) * a ** 2 * (4 * zz ** 2 / wbar + 2 * zz ** 4)
 

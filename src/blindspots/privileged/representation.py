@@ -4,7 +4,7 @@ Implements the verification of {prf:ref}`thm-pi-representation-gap`.
 
 Task family (one feature): a latent shape ``s`` is drawn uniformly from two
 options; inliers come from a standardised law of that shape, anomalies (rate
-``pi``) from the same law with its variance inflated by ``kappa`` (PIQL's GMM
+``pi``) from the same law with its variance inflated by ``gamma`` (PIQL's GMM
 prior inflates covariances the same way {cite}`ding2026piql`). The context ``D``
 holds ``n`` unlabelled points; the query is ``(x, y)``. The generator is discrete,
 so ``p(y | x, D)`` is exact: it mixes the two shapes with weights ``p(s | D)``.

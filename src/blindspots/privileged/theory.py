@@ -8,8 +8,11 @@ parameters so that every posterior is exact.
   from a normal-inverse-gamma prior: ``sigma_j^2 ~ IG(a0, b0)``,
   ``mu_j | sigma_j^2 ~ N(m0, sigma_j^2 / k0)``.
 * Label ``y ~ Bernoulli(pi)`` (1 = anomaly); given ``y`` the coordinates are
-  independent, ``x_j ~ N(mu_j, c_y sigma_j^2)`` with ``c_0 = 1`` and ``c_1 = kappa``
-  (PIQL inflates the anomalies' covariance by ``inflate_scale = 5``).
+  independent, ``x_j ~ N(mu_j, c_y sigma_j^2)`` with ``c_0 = 1`` and ``c_1 = gamma``,
+  the anomaly inflation (PIQL's code inflates the anomalies' covariance by ``inflate_scale``, default 5,
+  in ``data_prior/GMM.py`` of ``xyvivian/PIQL``; it inflates a random subset of coordinates and filters by
+  a chi-square quantile, which this one-cluster prior does not). The labelled context is this book's
+  departure from PIQL's zero-shot (unlabelled) contexts.
 * Context ``D``: ``n`` labelled points ``(x_i, y_i)`` from the same generator.
   Labels keep the posterior conjugate: a point of scale ``c`` is a Gaussian
   observation of ``mu`` with precision weight ``1/c``.
@@ -43,7 +46,7 @@ class GaussianAnomalyPrior:
     ----------
     d : number of coordinates (features), ``d >= 1``.
     anomaly_rate : ``pi`` in (0, 1), the known probability that a point is an anomaly.
-    inflation : ``kappa > 1``, the variance inflation of anomalies.
+    inflation : ``gamma > 1``, the variance inflation of anomalies (the book's ``\gamma``).
     m0, k0, a0, b0 : normal-inverse-gamma hyper-parameters (``k0, a0, b0 > 0``).
     """
 
@@ -69,7 +72,7 @@ class GaussianAnomalyPrior:
 
     @property
     def scales(self) -> np.ndarray:
-        """``(c_0, c_1) = (1, kappa)``: variance multipliers of inliers and anomalies."""
+        """``(c_0, c_1) = (1, gamma)``: variance multipliers of inliers and anomalies."""
         return np.array([1.0, float(self.inflation)])
 
     @property
@@ -371,12 +374,12 @@ def asymptotic_gap_constant(prior: GaussianAnomalyPrior, samples: int, rng: np.r
     """The constant ``C`` in ``I(Y; G | X, D_n) = C / n + o(1/n)``, by Monte Carlo.
 
     Implements the rate of {prf:ref}`thm-pi-information-gap`:
-    ``C = (1/2) E[ p(1-p) grad(eta)^T I^{-1} grad(eta) ]`` where ``eta`` is the log-odds
-    of ``p(y=1|x,G)``, ``I`` the Fisher information of one labelled context point about
+    ``C = (1/2) E[ p(1-p) grad(eta)^T 𝓘^{-1} grad(eta) ]`` where ``eta`` is the log-odds
+    of ``p(y=1|x,G)``, ``𝓘`` the Fisher information of one labelled context point about
     ``(mu_j, sigma_j^2)``, and ``p = p(y=1|x,G)``. In standardised coordinates
     ``z_j = (x_j - mu_j)/sigma_j`` this is
     ``C = (1/2) E[ p(1-p) sum_j a^2 (4 z_j^2 / wbar + 2 z_j^4) ]`` with
-    ``a = (1 - 1/kappa)/2`` and ``wbar = 1 - pi + pi/kappa``: it does not depend on
+    ``a = (1 - 1/gamma)/2`` and ``wbar = 1 - pi + pi/gamma``: it does not depend on
     ``(m0, k0, a0, b0)``. Returns ``(C, standard error)``.
     """
     samples = _check_size("samples", samples)
@@ -441,15 +444,15 @@ def asymptotic_gap_bound(prior: GaussianAnomalyPrior) -> float:
     """A closed-form bound ``C <= c_1 d`` on the constant of :func:`asymptotic_gap_constant`.
 
     Uses ``p(1-p) <= 1/4`` and the moments of the standardised query,
-    ``E z^2 = 1 - pi + pi kappa`` and ``E z^4 = 3 (1 - pi + pi kappa^2)``::
+    ``E z^2 = 1 - pi + pi gamma`` and ``E z^4 = 3 (1 - pi + pi gamma^2)``::
 
         C <= (d / 8) a^2 (4 E z^2 / wbar + 2 E z^4).
 
     It makes the ``O(d/n)`` rate of {prf:ref}`thm-pi-information-gap` explicit.
     """
-    pi, kappa = prior.anomaly_rate, prior.inflation
-    a = 0.5 * (1.0 - 1.0 / kappa)
-    wbar = 1.0 - pi + pi / kappa
-    ez2 = 1.0 - pi + pi * kappa
-    ez4 = 3.0 * (1.0 - pi + pi * kappa ** 2)
+    pi, gamma = prior.anomaly_rate, prior.inflation
+    a = 0.5 * (1.0 - 1.0 / gamma)
+    wbar = 1.0 - pi + pi / gamma
+    ez2 = 1.0 - pi + pi * gamma
+    ez4 = 3.0 * (1.0 - pi + pi * gamma ** 2)
     return prior.d / 8.0 * a ** 2 * (4.0 * ez2 / wbar + 2.0 * ez4)
