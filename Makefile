@@ -11,18 +11,28 @@ CLAIMS := $(CURDIR)/_build/claims
 timed = mkdir -p _build/timings; start=$$(date +%s); $(2); rc=$$?; \
 	echo $$(( $$(date +%s) - start )) > _build/timings/$(1).txt; exit $$rc
 
-.PHONY: help setup book test test-unit test-smoke test-nbval test-mutants test-docs test-gpu thread-check lab bench clean
+.PHONY: help setup browser book test test-unit test-smoke test-nbval test-mutants test-docs test-browser test-gpu thread-check lab bench clean
 
 help:
 	@echo "make book      set up .venv, run every notebook at book scale, build _build/html"
-	@echo "make test      set up .venv and run the whole test suite (unit, smoke, nbval, mutants, strict build)"
+	@echo "make test      set up .venv and run the whole test suite (unit, smoke, nbval, mutants, strict build, browser)"
 	@echo "make test-mutants  planted errors: every verification claim must fail under one"
 	@echo "make thread-check  after make book: rerun the training chapters with 2 torch threads per seed, compare claims"
 	@echo "make test-gpu  full-scale notebook runs and book-scale nbval on CUDA"
 	@echo "make lab       JupyterLab on notebooks/"
 	@echo "make bench     print the benchmarks' measured ratios"
 
-setup: $(STAMP)
+setup: $(STAMP) browser
+
+# Headless Chromium for the browser test, from Debian's packages when missing and installable (root
+# and apt-get); otherwise the browser test skips and says why. Nothing downloads a browser at run time.
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing chromium and chromium-driver (Debian) for the browser test"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) \
+	    >/dev/null 2>&1 || echo "chromium could not be installed: the browser test will skip"; \
+	else echo "no chromium, and no root apt-get to install it: the browser test will skip"; fi
 
 # The venv is rebuilt when pyproject.toml changes (its hash names the stamp).
 $(STAMP): pyproject.toml
@@ -40,11 +50,11 @@ book: $(STAMP)
 	BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(JB) build . --builder html
 	@echo "Open _build/html/index.html"
 
-test: $(STAMP)
-	$(MAKE) test-unit test-smoke test-nbval test-mutants test-docs
+test: $(STAMP) browser
+	$(MAKE) test-unit test-smoke test-nbval test-mutants test-docs test-browser
 
 test-unit: $(STAMP)
-	@$(call timed,test-unit,$(BIN)/pytest tests --ignore=tests/notebooks --ignore=tests/mutants -q)
+	@$(call timed,test-unit,$(BIN)/pytest tests --ignore=tests/notebooks --ignore=tests/mutants --ignore=tests/browser -q)
 
 # Each notebook once at smoke scale (papermill), with the toc and environment checks.
 test-smoke: $(STAMP)
@@ -69,6 +79,11 @@ test-docs: $(STAMP)
 # the one-thread records of `make book`; the status page shows the result after the next build.
 thread-check: $(STAMP)
 	$(BIN)/python tests/thread_check.py
+
+# Every page of the book just built (by test-docs or make book) in headless Chromium, as a reader sees
+# it; screenshots of each chapter's first screen land in _build/screenshots/.
+test-browser: $(STAMP)
+	@$(call timed,test-browser,$(BIN)/pytest tests/browser -q -p no:cacheprovider -rs)
 
 test-gpu: $(STAMP)
 	$(BIN)/pytest tests/notebooks -q -m gpu

@@ -57,6 +57,8 @@ def _config_inited(app, config) -> None:
             raise ValueError(f"BLINDSPOTS_EXECUTE must be one of {EXECUTION_MODES}, got {mode!r}")
         config.nb_execution_mode = mode
     config.mathjax_path = f"{MATHJAX_DIR}/tex-chtml.js"
+    # A first visit has no stored colour mode; without a default the theme logs a console error.
+    config.html_context = {"default_mode": "auto", **(config.html_context or {})}
     if config.nb_execution_mode == "cache":
         cache = Path(app.confdir, config.nb_execution_cache_path or "_build/.jupyter_cache")
         stamp = cache.parent / (cache.name + ".src-sha256")
@@ -397,10 +399,27 @@ def thread_check_lines(path: Path) -> list[str]:
     return lines + [""]
 
 
+def _unique_scripts(app, pagename, templatename, context, doctree) -> None:
+    """Drop repeated <script> entries: jupyter-book 1 registers sphinx-thebe's and togglebutton's inline
+    setup twice, and the second ``const THEBE_JS_URL`` is a console error on every page."""
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen, unique = set(), []
+    for js in scripts:
+        # an inline script is registered once with filename None and once with '': the same script
+        key = (getattr(js, "filename", None) or "", tuple(sorted(getattr(js, "attributes", {}).items())))
+        if key not in seen:
+            seen.add(key)
+            unique.append(js)
+    scripts[:] = unique
+
+
 def setup(app) -> dict[str, Any]:
     app.connect("config-inited", _config_inited)
     app.connect("env-get-outdated", _env_get_outdated)
     app.connect("env-before-read-docs", _env_before_read_docs)
     app.connect("source-read", _source_read)
     app.connect("build-finished", _build_finished)
+    app.connect("html-page-context", _unique_scripts, priority=100)  # before any handler that returns a template
     return {"version": "0.1", "parallel_read_safe": False, "parallel_write_safe": True}
