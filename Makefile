@@ -11,13 +11,14 @@ CLAIMS := $(CURDIR)/_build/claims
 timed = mkdir -p _build/timings; start=$$(date +%s); $(2); rc=$$?; \
 	echo $$(( $$(date +%s) - start )) > _build/timings/$(1).txt; exit $$rc
 
-.PHONY: help setup browser book test test-unit test-smoke test-nbval test-mutants test-docs test-browser test-gpu thread-check lab bench clean
+.PHONY: help setup browser book test test-unit test-smoke test-nbval test-mutants test-docs test-browser test-gpu full thread-check lab bench clean
 
 help:
 	@echo "make book      set up .venv, run every notebook at book scale, build _build/html"
 	@echo "make test      set up .venv and run the whole test suite (unit, smoke, nbval, mutants, strict build, browser)"
 	@echo "make test-mutants  planted errors: every verification claim must fail under one"
 	@echo "make thread-check  after make book: rerun the training chapters with 2 torch threads per seed, compare claims"
+	@echo "make full      every chapter at scale=full into results/full/ (resumes; CHAPTERS=part/NN_name for some)"
 	@echo "make test-gpu  full-scale notebook runs and book-scale nbval on CUDA"
 	@echo "make lab       JupyterLab on notebooks/"
 	@echo "make bench     print the benchmarks' measured ratios"
@@ -74,6 +75,11 @@ test-mutants: $(STAMP)
 # nbval, so this build renders their committed outputs instead of running them again.
 test-docs: $(STAMP)
 	BLINDSPOTS_EXECUTE=off BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(JB) build . --builder html -W -n --keep-going
+
+# Paper scale, on CUDA when present: results/full/<part>/<chapter>.ipynb, saved cell by cell; a rerun
+# resumes at the first chapter not complete. Commit the results: the book's appendix renders them.
+full: $(STAMP)
+	$(BIN)/python -m blindspots.fullscale $(CHAPTERS)
 
 # Training chapters again with two torch threads per seed (one seed at a time), claims compared with
 # the one-thread records of `make book`; the status page shows the result after the next build.

@@ -24,7 +24,7 @@ from typing import Any
 
 from . import runtime
 
-GENERATED = {"book/verification": "verification", "book/status": "status"}
+GENERATED = {"book/verification": "verification", "book/status": "status", "results/full/index": "appendix"}
 EXECUTION_MODES = ("off", "auto", "cache", "force")
 SMOKE_BUDGET_S = 30.0
 BOOK_BUDGET_S = 240.0
@@ -92,6 +92,10 @@ def _source_read(app, docname: str, source: list[str]) -> None:
         source[0] = source[0] + "\n" + verification_markdown(_claims_dir(app))
     elif kind == "status":
         source[0] = source[0] + "\n" + status_markdown(_claims_dir(app))
+    elif kind == "appendix":
+        from .fullscale import appendix_markdown
+
+        source[0] = source[0] + "\n" + appendix_markdown(Path(app.confdir))
 
 
 def _claims_dir(app) -> Path:

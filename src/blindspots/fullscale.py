@@ -1,0 +1,211 @@
+"""Full-scale runs (``make full``): every chapter at ``scale="full"``, kept as the book's appendix.
+
+Each chapter runs through papermill into ``results/full/<part>/<chapter>.ipynb``, saved after every
+cell, so an interrupted ``make full`` resumes at the first chapter not yet complete. A provenance
+cell inserted after the parameters prints the device, the accelerator or CPU model, the date and the
+git commit the run used, so the appendix page says where its numbers come from. The copy keeps the
+code and its outputs; the prose (theorems, proofs, labels) stays in the chapter, which the page links
+to, so the book never holds two copies of a label. The appendix index (``results/full/index.md``) is
+filled by :func:`appendix_markdown` at build time: each chapter's run, or the command that makes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import runtime
+
+RESULTS = Path("results") / "full"
+PROVENANCE_TAG = "full-scale-provenance"
+
+
+def chapters(root: Path | None = None) -> list[str]:
+    """The book's chapters (``part/NN_name``) in table-of-contents order."""
+    import yaml
+
+    root = Path(root or runtime.repo_root())
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files = [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]
+    return [f.removeprefix("notebooks/").removesuffix(".ipynb") for f in files if f.startswith("notebooks/")]
+
+
+def output_path(chapter: str, root: Path | None = None) -> Path:
+    return Path(root or runtime.repo_root()) / RESULTS / f"{chapter}.ipynb"
+
+
+def run_info(path: Path) -> dict | None:
+    """The ``blindspots_full`` metadata of a full-scale notebook (None if there is none)."""
+    import nbformat
+
+    if not Path(path).is_file():
+        return None
+    return nbformat.read(path, as_version=4).metadata.get("blindspots_full")
+
+
+def is_complete(path: Path) -> bool:
+    info = run_info(path)
+    return bool(info and info.get("complete"))
+
+
+def git_commit(root: Path | None = None) -> str:
+    """``HEAD``'s short hash, with ``+dirty`` when tracked files differ from it (``unknown`` outside git)."""
+    root = Path(root or runtime.repo_root())
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def device_model(device: str) -> str:
+    """The accelerator's name for a CUDA device, else the CPU model."""
+    if str(device).startswith("cuda"):
+        import torch
+
+        return torch.cuda.get_device_name(torch.device(device))
+    return runtime.cpu_model()
+
+
+def provenance(chapter: str, device: str = "auto") -> dict:
+    """Print and return where and when this full-scale run happened (the inserted cell calls this)."""
+    dev = str(runtime.resolve_device(device))
+    info = {"chapter": chapter, "scale": "full", "device": dev, "model": device_model(dev),
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": git_commit(),
+            "python": platform.python_version()}
+    print(f"Full-scale run of {chapter}: device {dev} ({info['model']}), {info['date']}, "
+          f"code at commit {info['commit']}")
+    return info
+
+
+def _prepare(chapter: str, root: Path):
+    """The chapter notebook with headings only for prose, a link back, and the provenance cell."""
+    import nbformat
+
+    nb = nbformat.read(root / "notebooks" / f"{chapter}.ipynb", as_version=4)
+    cells, titled = [], False
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+            cells.append(cell)
+            if "parameters" in cell.metadata.get("tags", []):
+                src = f"from blindspots import fullscale\nfullscale.provenance({chapter!r}, device)"
+                extra = nbformat.v4.new_code_cell(src, metadata={"tags": [PROVENANCE_TAG]})
+                cells.append(extra)
+            continue
+        heads = [ln for ln in cell.source.splitlines() if re.match(r"#{1,4} ", ln)]
+        if not heads:
+            continue
+        if not titled and heads[0].startswith("# "):
+            heads[0] = f"# Full scale: {heads[0][2:].strip()}"
+            heads.insert(1, f"\nOutputs of {{doc}}`/notebooks/{chapter}` rerun at `scale = \"full\"`. The "
+                            "statements, derivations and proofs are in that chapter; this page keeps its code "
+                            "and what the code printed and drew at full scale.")
+            titled = True
+        else:  # lower headings only; a copy of the chapter's sections would repeat its table of contents
+            heads = ["#" + h if h.startswith("# ") else h for h in heads]
+        cells.append(nbformat.v4.new_markdown_cell("\n".join(heads)))
+    nb.cells = cells
+    _, nb = nbformat.validator.normalize(nb)
+    return nbformat.from_dict(nb)
+
+
+def run_chapter(chapter: str, root: Path | None = None, device: str = "auto") -> dict:
+    """Run one chapter at full scale into :func:`output_path`; returns its ``blindspots_full`` record."""
+    import nbformat
+    import papermill
+
+    root = Path(root or runtime.repo_root())
+    out = output_path(chapter, root)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staged = out.with_suffix(".input.ipynb")
+    nbformat.write(_prepare(chapter, root), staged)
+    os.environ.setdefault("BLINDSPOTS_CLAIMS_DIR", str(root / "_build" / "claims-full"))
+    start, error = time.perf_counter(), None
+    try:
+        papermill.execute_notebook(str(staged), str(out), parameters={"scale": "full", "device": device},
+                                   kernel_name="python3", cwd=str(root / "notebooks" / chapter.split("/")[0]),
+                                   progress_bar=False, request_save_on_cell_execute=True)
+    except papermill.PapermillExecutionError as err:
+        error = f"{err.ename}: {str(err.evalue)[:400]}"
+    finally:
+        staged.unlink(missing_ok=True)
+    nb = nbformat.read(out, as_version=4)
+    info = {"chapter": chapter, "complete": error is None, "error": error,
+            "elapsed_s": round(time.perf_counter() - start, 1), "commit": git_commit(root),
+            "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    for cell in nb.cells:  # the provenance cell's printed record
+        if PROVENANCE_TAG in cell.metadata.get("tags", []):
+            text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+            info["provenance"] = text.strip()
+    nb.metadata["blindspots_full"] = info
+    nbformat.write(nb, out)
+    return info
+
+
+def appendix_markdown(root: Path | None = None) -> str:
+    """The appendix index: each chapter's full-scale run, or the command that makes it."""
+    root = Path(root or runtime.repo_root())
+    lines = ["| chapter | full-scale run | device and date | time (s) | commit |", "|---|---|---|---|---|"]
+    waiting = []
+    for chapter in chapters(root):
+        info = run_info(output_path(chapter, root))
+        if info and info.get("complete"):
+            lines.append(f"| {{doc}}`/notebooks/{chapter}` | {{doc}}`/{RESULTS.as_posix()}/{chapter}` | "
+                         f"{_cell(info.get('provenance', '').split(': ', 1)[-1])} | {info['elapsed_s']:.0f} | "
+                         f"`{info['commit']}` |")
+        else:
+            why = f"failed: {_cell(info['error'])}" if info and info.get("error") else "not run yet"
+            lines.append(f"| {{doc}}`/notebooks/{chapter}` | {why} | – | – | – |")
+            waiting.append(chapter)
+    if waiting:
+        lines += ["", "Waiting for a run (paper scale is meant for a GPU; `make full` resumes where it stopped):",
+                  "", "```bash"] + [f"make full CHAPTERS={c}" for c in waiting] + ["```"]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run chapters at scale='full' into results/full/ (resumable).")
+    parser.add_argument("chapters", nargs="*", help="part/NN_name (default: every chapter in _toc.yml)")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--force", action="store_true", help="rerun chapters that already completed")
+    args = parser.parse_args(argv)
+    root = runtime.repo_root()
+    known = chapters(root)
+    todo = args.chapters or known
+    unknown = [c for c in todo if c not in known]
+    if unknown:
+        parser.error(f"chapters must be among {known}, got {unknown}")
+    failed = []
+    for chapter in todo:
+        if not args.force and is_complete(output_path(chapter, root)):
+            print(f"{chapter}: complete, skipped (--force reruns it)")
+            continue
+        print(f"{chapter}: running at full scale ...", flush=True)
+        info = run_chapter(chapter, root, args.device)
+        print(f"{chapter}: {'done' if info['complete'] else 'FAILED ' + info['error']} in {info['elapsed_s']:.0f} s",
+              flush=True)
+        if not info["complete"]:
+            failed.append(chapter)
+    print(json.dumps({"failed": failed}))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
