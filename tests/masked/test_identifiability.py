@@ -219,7 +219,7 @@ def test_visible_overlap_rates():
                                                  + (1 - LAW_C.m_star) / 2 * math.log((1 - LAW_C.m_star) / 2)) - math.log(2)
     assert ident.visible_overlap_rate(LAW_C, 0.5) == pytest.approx(barrier, abs=1e-9)
     assert ident.visible_overlap_rate(LAW_C, 0.25) < barrier
-    # the hidden block stops magnetising exactly at rho = 1 - 1/beta
+    # the hidden block stops magnetising exactly at f = 1 - 1/beta
     assert ident.visible_overlap_rate(LAW_C, 1 - 1 / 1.5 + 1e-3) == pytest.approx(barrier, abs=1e-9)
     assert ident.visible_overlap_rate(LAW_C, 1 - 1 / 1.5 - 0.05) < barrier - 1e-4
     assert ident.visible_overlap_rate(LAW_C, 0.0) == pytest.approx(0.0, abs=1e-9)
@@ -244,7 +244,7 @@ def test_bad_inputs_name_the_parameter():
         ident.masked_discrepancy_all(np.ones(8) / 8, np.ones(16) / 16, 3, 1)
     with pytest.raises(ValueError, match="m must"):
         ident.masked_discrepancy_all(np.ones(8) / 8, np.ones(8) / 8, 3, 4)
-    with pytest.raises(ValueError, match="rho"):
+    with pytest.raises(ValueError, match="f must"):
         ident.visible_overlap_rate(LAW_P, 1.5)
     with pytest.raises(ValueError, match="noise"):
         ident.random_joint_laws(np.ones(4) / 4, np.ones(4), np.random.default_rng(0), 2, (0.0, 1.0), 1.0)

@@ -23,7 +23,7 @@ def test_product_constants_match_the_lemma():
     k = theory.product_constants(0.6)
     assert k.L0 == pytest.approx(math.log(4.0))
     assert k.c1 == pytest.approx(0.0225)
-    assert k.kappa == pytest.approx(math.log(4.0) * 0.3)
+    assert k.gamma == pytest.approx(math.log(4.0) * 0.3)
     assert k.c == pytest.approx(0.0225)
     assert k.s_pin == 31
     # s_pin is the first m with e^{-c1 m} <= 1/2

@@ -26,7 +26,7 @@ MUTANTS: list[Mutant] = [
              f"predicted slope of {kind} shifted by {by:+g}", patch=_shift_slope(kind, by))
       for kind in ("kappa_pi", "r_pi", "r_eps") for by in (0.1, -0.1)],
     Mutant("masked-04-recovery-bound-constant", "masked/04_schedules", "recovery-bound-general",
-           "upper sensitivity constant C_I in place of c_I in the recovery bound sqrt(eps / (2 pi_s c_I U_(N,s)))",
+           "upper sensitivity constant C_J in place of c_J in the recovery bound sqrt(eps / (2 pi_s c_J U_(N,s)))",
            patch="import math as _math\nimport numpy as _np\nimport blindspots.masked.theory as _t\n"
                  "_t.log_recovery_weight_bound = lambda log_eps, log_pi_u, w, n=20001: 0.5 * ("
                  "_np.asarray(log_eps, dtype=float) - _math.log(2.0 * _t.sensitivity_constants(w, n)[1])"
@@ -73,11 +73,11 @@ MUTANTS += [
            patch=_wrap("blindspots.masked.theory", "log_pinning_failure_bound",
                        "lambda theta, m: 8.0 * _orig(theta, m)")),
     Mutant("masked-02-rate-max-not-min", "masked/02_mode_blindness", "pinning-residual-uncertainty",
-           "the U bound decays at max(c1, kappa) instead of min(c1, kappa)",
+           "the U bound decays at max(c1, gamma) instead of min(c1, gamma)",
            patch="import dataclasses as _dc\nimport blindspots.masked.theory as _m\n_orig = _m.product_constants\n"
-                 "_m.product_constants = lambda theta: _dc.replace(_orig(theta), c=max(_orig(theta).c1, _orig(theta).kappa))\n"),
+                 "_m.product_constants = lambda theta: _dc.replace(_orig(theta), c=max(_orig(theta).c1, _orig(theta).gamma))\n"),
     Mutant("masked-02-blindness-constant", "masked/02_mode_blindness", "blindness-bound",
-           "G_I too small by a factor 10^6",
+           "G_J too small by a factor 10^6",
            patch=_wrap("blindspots.masked.theory", "blindness_constant", "lambda w: 1e-6 * _orig(w)")),
     Mutant("masked-02-lower-bound-factor", "masked/02_mode_blindness", "low-visibility-residual-uncertainty",
            "beta(1-beta) >= 1/2 e^-|logit beta| instead of 1/4 e^-|logit beta| in the low-visibility bound",

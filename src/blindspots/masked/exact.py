@@ -4,18 +4,18 @@ Implements {prf:ref}`thm-masked-info-decomposition`: for a visible set ``V`` wit
 ``|V| = m``,
 
     D_{N,m}(lam) = E_{x_V ~ p} KL(p(x_K | x_V) || q_lam(x_K | x_V))
-                 = E_r kl(beta_V || beta_{V,lam}),
-    logit beta_{V,lam} = logit beta_V + (logit lam - logit w),
+                 = E_r kl(omega_V || omega_{V,lam}),
+    logit omega_{V,lam} = logit omega_V + (logit lam - logit w),
 
-where ``beta_V = P(+ mode | x_V)`` depends on ``x_V`` only through the visible
+where ``omega_V = P(+ mode | x_V)`` depends on ``x_V`` only through the visible
 magnetisation ``r = 2a - m`` (``a`` = number of visible ``+1``).
 
 How the engine is exact and fast
 --------------------------------
 * It never enumerates states: it works on the ``m + 1`` values of ``a``.
 * Everything is in the log domain. The binary KL is written as
-  ``kl = beta (1 - beta) g(logit beta, delta)`` with ``g`` evaluated without
-  cancellation (a cumulant series for ``|delta| < 0.1``, a log-sum-exp form
+  ``kl = omega (1 - omega) g(logit omega, t)`` (``t = logit lam - logit w``) with ``g`` evaluated without
+  cancellation (a cumulant series for ``|t| < 0.1``, a log-sum-exp form
   otherwise), so ``log D`` stays exact when ``D`` is far below 1e-300.
 * Per-configuration mode weights ``h^+(a)`` come from
 
@@ -521,13 +521,13 @@ def masked_discrepancy(law: Law, N: int, m: int, w: float, lam, method: str = "a
 
 
 def log_residual_uncertainty(law: Law, N: int, m: int, w: float, method: str = "auto") -> float:
-    """``log U_{N,m}`` with ``U = E[beta_V (1 - beta_V)]`` (MMSE of the mode given x_V)."""
+    """``log U_{N,m}`` with ``U = E[omega_V (1 - omega_V)]`` (MMSE of the mode given x_V)."""
     tab = posterior_table(law, N, m, w, method)
     return float(_lse(tab.log_prob + tab.log_s))
 
 
 def residual_uncertainty(law: Law, N: int, m: int, w: float, method: str = "auto") -> float:
-    """``U_{N,m} = E_{x_V~p}[beta_V (1 - beta_V)]``."""
+    """``U_{N,m} = E_{x_V~p}[omega_V (1 - omega_V)]``."""
     return float(np.exp(log_residual_uncertainty(law, N, m, w, method)))
 
 

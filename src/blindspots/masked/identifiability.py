@@ -3,7 +3,7 @@
 Three groups of tools, one per question of chapters 4 and 5:
 
 * **Recovery on the witness family.** :func:`recovery_radius` solves
-  ``r(eps) = max{|w - lam| : lam in I, D_mu(lam) <= eps}`` by root finding on
+  ``r(eps) = max{|w - lam| : lam in J, D_mu(lam) <= eps}`` by root finding on
   ``log D_mu`` in the log-distance variable, so discrepancies far below the
   float64 range of ``D`` itself stay resolvable. It marks a side *censored* when
   the edge of ``I`` already has ``D_mu <= eps``. Implements the witness-family
@@ -78,7 +78,7 @@ __all__ = [
 
 
 def mode_weight_interval(w: float) -> tuple[float, float]:
-    """``I = [c0/2, 1 - c0/2]`` with ``c0 = min(w, 1 - w)``: the witness interval."""
+    """``J = [c0/2, 1 - c0/2]`` with ``c0 = min(w, 1 - w)``: the witness interval."""
     if not 0.0 < w < 1.0:
         raise ValueError(f"w must lie in (0, 1), got {w!r}")
     c0 = min(w, 1.0 - w)
@@ -139,7 +139,7 @@ def _side_radius(log_D: Callable[[float], float], w: float, edge: float, log_eps
 def recovery_radius(log_D: Callable[[float], float], w: float, eps: float,
                     interval: tuple[float, float] | None = None,
                     xtol: float = 1e-13) -> RecoveryRadius:
-    """``r(eps) = max{|w - lam| : lam in I, D(lam) <= eps}`` for a discrepancy that
+    """``r(eps) = max{|w - lam| : lam in J, D(lam) <= eps}`` for a discrepancy that
     vanishes only at ``w`` and increases away from it on each side.
 
     Root finding (``scipy.optimize.brentq``) is on ``log D(w +- e^u) - log eps`` in
@@ -779,33 +779,33 @@ def _binary_entropy_spin(z: np.ndarray) -> np.ndarray:
     return out
 
 
-def visible_overlap_rate(law, rho: float, grid: int = 200_001) -> float:
-    """Predicted exponential rate, per coordinate of ``N``, of ``U_{N, rho N}``.
+def visible_overlap_rate(law, f: float, grid: int = 200_001) -> float:
+    """Predicted exponential rate, per coordinate of ``N``, of ``U_{N, f N}``.
 
-    * Law P: ``rho * (-1/2) log(1 - theta^2)`` (Bhattacharyya coefficient of the two
+    * Law P: ``f * (-1/2) log(1 - theta^2)`` (Bhattacharyya coefficient of the two
       coordinate laws, one factor per visible coordinate).
-    * Law C: ``phi(m*) - max_{z in [0,1]} [beta (1-rho)^2 z^2 / 2 + rho log 2 + (1-rho) h(z)]``
-      with ``phi(m) = beta m^2/2 + h(m)``: the Laplace-principle cost, under the ``+``
+    * Law C: ``phi(m*) - max_{z in [0,1]} [beta (1-f)^2 z^2 / 2 + f log 2 + (1-f) H(z)]``
+      with ``phi(m) = beta m^2/2 + H(m)``: the Laplace-principle cost, under the ``+``
       mode, of a balanced visible block (visible magnetisation 0) while the hidden
       block keeps magnetisation ``z``. It equals the barrier ``phi(m*) - log 2`` once
       the optimum is ``z = 0``, which holds exactly when the hidden block is paramagnetic,
-      ``beta (1 - rho) <= 1``, i.e. ``rho >= 1 - 1/beta`` (``= 1/3`` at ``beta = 1.5``).
+      ``beta (1 - f) <= 1``, i.e. ``f >= 1 - 1/beta`` (``= 1/3`` at ``beta = 1.5``).
 
-    Used for {prf:ref}`cor-masked-at-exponential`; for ``rho >= 1 - 1/beta`` law C's
+    Used for {prf:ref}`cor-masked-at-exponential`; for ``f >= 1 - 1/beta`` law C's
     rate is the barrier of {prf:ref}`prop-masked-cw-barrier`, the rest is derived in
     chapter 5, not in the paper.
     """
     from .laws import CurieWeissLaw, ProductLaw
 
-    if not 0.0 <= rho <= 1.0:
-        raise ValueError(f"rho must lie in [0, 1], got {rho!r}")
+    if not 0.0 <= f <= 1.0:
+        raise ValueError(f"f must lie in [0, 1], got {f!r}")
     if isinstance(law, ProductLaw):
-        return -0.5 * rho * math.log1p(-law.theta**2)
+        return -0.5 * f * math.log1p(-law.theta**2)
     if isinstance(law, CurieWeissLaw):
         ms = law.m_star
         phi_star = law.beta * ms**2 / 2.0 + float(_binary_entropy_spin(ms))
         z = np.linspace(0.0, 1.0, grid)
-        inner = law.beta * (1.0 - rho) ** 2 * z**2 / 2.0 + rho * math.log(2.0) + (1.0 - rho) * _binary_entropy_spin(z)
+        inner = law.beta * (1.0 - f) ** 2 * z**2 / 2.0 + f * math.log(2.0) + (1.0 - f) * _binary_entropy_spin(z)
         return float(phi_star - inner.max())
     raise ValueError(f"law must be a ProductLaw or CurieWeissLaw, got {law!r}")
 

@@ -196,5 +196,5 @@ def log_schedule_residual_uncertainty(law: Law, N: int, schedule: Schedule, w: f
 
 def schedule_residual_uncertainty(law: Law, N: int, schedule: Schedule, w: float,
                                   method: str = "auto") -> float:
-    """``U_mu = E_{V~mu} E[beta_V (1 - beta_V)]``."""
+    """``U_mu = E_{V~mu} E[omega_V (1 - omega_V)]``."""
     return float(np.exp(log_schedule_residual_uncertainty(law, N, schedule, w, method)))

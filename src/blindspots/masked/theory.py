@@ -5,7 +5,7 @@ chapters 4 and 5, from :mod:`blindspots.masked.identifiability`), never from a f
 typed in a notebook, so that a planted error in the theory reaches the claim that tests it
 (``make test-mutants``). The measured side of each claim comes from the exact engine
 (:mod:`blindspots.masked.exact`) or from brute force; nothing here calls the engine except
-:func:`sensitivity_bounds`, which uses its cancellation-free binary-KL kernel for ``g(w, delta)``.
+:func:`sensitivity_bounds`, which uses its cancellation-free binary-KL kernel for ``g(w, t)``.
 """
 
 from __future__ import annotations
@@ -75,21 +75,21 @@ class ProductConstants:
     theta: float
     L0: float
     c1: float
-    kappa: float
+    gamma: float
     c: float
     s_pin: int
 
 
 def product_constants(theta: float) -> ProductConstants:
-    """``L0 = log((1+theta)/(1-theta))``, ``c1 = theta^2/16``, ``kappa = L0 theta / 2``,
-    ``c = min(c1, kappa)`` and ``s_pin = ceil(16 ln 2 / theta^2)``.
+    """``L0 = log((1+theta)/(1-theta))``, ``c1 = theta^2/16``, ``gamma = L0 theta / 2``,
+    ``c = min(c1, gamma)`` and ``s_pin = ceil(16 ln 2 / theta^2)``.
 
     Implements {prf:ref}`lem-masked-product-constants`.
     """
     theta = _check_theta(theta)
     L0 = math.log((1.0 + theta) / (1.0 - theta))
-    c1, kappa = theta**2 / 16.0, L0 * theta / 2.0
-    return ProductConstants(theta=theta, L0=L0, c1=c1, kappa=kappa, c=min(c1, kappa),
+    c1, gamma = theta**2 / 16.0, L0 * theta / 2.0
+    return ProductConstants(theta=theta, L0=L0, c1=c1, gamma=gamma, c=min(c1, gamma),
                             s_pin=math.ceil(16.0 * math.log(2.0) / theta**2))
 
 
@@ -105,10 +105,10 @@ def log_residual_upper_bound(theta: float, w: float, m: int) -> float:
 
 
 def blindness_constant(w: float) -> float:
-    """``G_I = max_{lam in I} max(g0(delta), g1(delta))``, ``I = [c0/2, 1 - c0/2]``.
+    """``G_J = max_{lam in J} max(g0(t), g1(t))``, ``J = [c0/2, 1 - c0/2]``, ``t = logit lam - logit w``.
 
-    ``g0`` and ``g1`` are convex with minimum 0 at ``delta = 0`` and ``delta`` is increasing
-    in ``lam``, so the maximum sits at an end of ``I``. Implements the constant of
+    ``g0`` and ``g1`` are convex with minimum 0 at ``t = 0`` and ``t`` is increasing
+    in ``lam``, so the maximum sits at an end of ``J``. Implements the constant of
     {prf:ref}`thm-masked-mode-blindness`.
     """
     w = _check_w(w)
@@ -119,7 +119,7 @@ def blindness_constant(w: float) -> float:
 
 
 def log_blindness_bound(theta: float, w: float, m: int) -> float:
-    """``log[G_I (1/4 + e^{|logit w|}) e^{-c m}]``: the bound on ``sup_{lam in I} D_{N,m}``."""
+    """``log[G_J (1/4 + e^{|logit w|}) e^{-c m}]``: the bound on ``sup_{lam in J} D_{N,m}``."""
     return math.log(blindness_constant(w)) + log_residual_upper_bound(theta, w, m)
 
 
@@ -191,7 +191,7 @@ def cw_null_residual_limit(beta: float, f: float, w: float) -> float:
     """``lim_N U_{N, fN}`` for the unimodal Curie-Weiss law (``beta < 1``): a Gaussian integral.
 
     With ``X = r / sqrt(N)`` and ``Y = (S - r) / sqrt(N)`` jointly Gaussian (precision
-    ``[[1/f - beta, -beta], [-beta, 1/(1-f) - beta]]``), ``beta_V -> w Phi(kX) / (w Phi(kX) + (1-w) Phi(-kX))``.
+    ``[[1/f - beta, -beta], [-beta, 1/(1-f) - beta]]``), ``omega_V -> w Phi(kX) / (w Phi(kX) + (1-w) Phi(-kX))``.
     """
     from scipy.integrate import quad
     from scipy.stats import norm
@@ -322,22 +322,22 @@ def cw_barrier_offset_interval(beta: float, N: int, m: int, w: float) -> tuple[f
 
 
 def g0(d):
-    """``g0(delta) = e^delta - 1 - delta``: the limit of ``g(beta, delta)`` as ``beta -> 0``."""
+    """``g0(t) = e^t - 1 - t``: the limit of ``g(omega, t)`` as the posterior ``omega -> 0``."""
     d = np.asarray(d, dtype=float)
     return np.expm1(d) - d
 
 
 def g1(d):
-    """``g1(delta) = e^-delta - 1 + delta``: the limit of ``g(beta, delta)`` as ``beta -> 1``."""
+    """``g1(t) = e^-t - 1 + t``: the limit of ``g(omega, t)`` as the posterior ``omega -> 1``."""
     d = np.asarray(d, dtype=float)
     return np.expm1(-d) + d
 
 
 def sensitivity_bounds(w: float, lams) -> tuple[np.ndarray, np.ndarray]:
-    """Pointwise bounds ``min(g0, g1) / (w(1-w) g(w, delta))`` and ``max(g0, g1) / (w(1-w) g(w, delta))``
+    """Pointwise bounds ``min(g0, g1) / (w(1-w) g(w, t))`` and ``max(g0, g1) / (w(1-w) g(w, t))``
     on ``D_{N,m}(lam) / (U_{N,m} kl(w || lam))``, one pair per ``lam`` (``lam != w``).
 
-    Implements {prf:ref}`thm-masked-sensitivity`; ``g(w, delta) = kl(w || lam) / (w(1-w))``.
+    Implements {prf:ref}`thm-masked-sensitivity`; ``g(w, t) = kl(w || lam) / (w(1-w))``, ``t = logit lam - logit w``.
     """
     from . import exact
 
@@ -353,7 +353,7 @@ def sensitivity_bounds(w: float, lams) -> tuple[np.ndarray, np.ndarray]:
 
 
 def sensitivity_constants(w: float, n: int = 20001) -> tuple[float, float]:
-    """``(c_I, C_I)``: the extremes over ``lam in I`` of :func:`sensitivity_bounds`, on ``n`` grid points of ``I``."""
+    """``(c_J, C_J)``: the extremes over ``lam in J`` of :func:`sensitivity_bounds`, on ``n`` grid points of ``I``."""
     w = _check_w(w)
     c0 = min(w, 1.0 - w)
     lam = np.linspace(c0 / 2.0, 1.0 - c0 / 2.0, n)
