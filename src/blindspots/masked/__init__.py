@@ -20,7 +20,8 @@ _GROUPS = (
     ("theory", "masked/02-05", "closed forms, rates, constants and a-priori tolerances the claims test against",
      ("product_rate", "product_constants", "blindness_constant", "log_blindness_bound", "fixed_fraction_rate",
       "cw_barrier", "cw_barrier_offset_interval", "cw_null_residual_limit", "sensitivity_bounds",
-      "sensitivity_constants", "log_curvature_at_truth", "g0", "g1")),
+      "sensitivity_constants", "log_curvature_at_truth", "recovery_weight_bound", "log_recovery_weight_bound",
+      "g0", "g1")),
 )
 
 __doc__, __all__, __getattr__, __dir__ = lazy_exports(

@@ -46,7 +46,7 @@ class GaussianAnomalyPrior:
     ----------
     d : number of coordinates (features), ``d >= 1``.
     anomaly_rate : ``pi`` in (0, 1), the known probability that a point is an anomaly.
-    inflation : ``gamma > 1``, the variance inflation of anomalies (the book's ``\gamma``).
+    inflation : ``gamma > 1``, the variance inflation of anomalies (written γ in the book).
     m0, k0, a0, b0 : normal-inverse-gamma hyper-parameters (``k0, a0, b0 > 0``).
     """
 
