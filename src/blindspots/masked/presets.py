@@ -92,3 +92,43 @@ PRESETS["masked/03_information_decomposition"] = {
              "N_enum": 13,
              "mp_lam": [0.05, 0.7], "mp_w": 0.9, "fd_h_enum": 1e-4, "extremum_grid": 20001},
 }
+
+# Chapter 6: training the mode weight (population GD, minibatch SGD) and the cost of low-visibility mass.
+PRESETS["masked/06_training"] = {
+    "smoke": {
+        "theta": 0.8, "w": 0.5,
+        "gd": {"N": [31], "s": [0, 4], "pi": [0.0, 1e-2, 1e-1], "lam0": [0.1, 0.8], "eta": 4.0,
+               "steps": 20000, "delta0": 0.02},
+        "sgd": {"N": 63, "s": 0, "pi": [0.0, 1e-2, 1e-1, 0.5], "eta": 4.0, "batch": 32, "steps": 3000,
+                "tail": 0.5, "replicas": 4, "seeds": 5, "n_val": 2000, "n_boot": 500, "lam0": [0.7, 0.9]},
+        "n_jobs": 1,
+        "cost": {"N": [31], "N_enum": [5, 7], "s": [0, 1], "pi": [1e-3, 1e-2, 1e-1],
+                 "gap": [1e-3, 1e-2, 1e-1], "enum_lam": [0.3, 0.7], "enum_pi": [0.0, 0.2],
+                 "mc_N": 31, "mc_pi": [0.1, 0.5], "mc_lam": 0.6, "mc_n": 50000},
+    },
+    "book": {
+        "theta": 0.8, "w": 0.5,
+        "gd": {"N": [31, 63, 127], "s": [0, 1, 4], "pi": [0.0, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1],
+               "lam0": [0.1, 0.7, 0.9], "eta": 4.0, "steps": 80000, "delta0": 0.02},
+        "sgd": {"N": 127, "s": 0, "pi": [0.0, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1], "eta": 8.0, "batch": 64,
+                "steps": 10000, "tail": 0.5, "replicas": 4, "seeds": 5, "n_val": 20000, "n_boot": 2000,
+                "lam0": [0.7, 0.9]},
+        "n_jobs": None,
+        "cost": {"N": [31, 63, 127], "N_enum": [7, 9], "s": [0, 1, 4], "pi": [1e-4, 1e-3, 1e-2, 1e-1],
+                 "gap": [1e-3, 1e-2, 1e-1, 0.3], "enum_lam": [0.3, 0.7], "enum_pi": [0.0, 0.2],
+                 "mc_N": 127, "mc_pi": [0.01, 0.1, 0.5], "mc_lam": 0.6, "mc_n": 200000},
+    },
+    "full": {
+        "theta": 0.8, "w": 0.5,
+        "gd": {"N": [31, 63, 127], "s": [0, 1, 4], "pi": [0.0, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1],
+               "lam0": [0.1, 0.3, 0.7, 0.9], "eta": 4.0, "steps": 1000000, "delta0": 0.02},
+        "sgd": {"N": 127, "s": 0, "pi": [0.0, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1], "eta": 8.0,
+                "batch": 64, "steps": 100000, "tail": 0.5, "replicas": 8, "seeds": 10, "n_val": 100000,
+                "n_boot": 5000, "lam0": [0.7, 0.9]},
+        "n_jobs": None,
+        "cost": {"N": [31, 63, 127], "N_enum": [7, 9, 11], "s": [0, 1, 4],
+                 "pi": [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1], "gap": [1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 0.3],
+                 "enum_lam": [0.3, 0.7], "enum_pi": [0.0, 0.2], "mc_N": 127, "mc_pi": [0.01, 0.1, 0.5],
+                 "mc_lam": 0.6, "mc_n": 1000000},
+    },
+}
