@@ -140,3 +140,50 @@ MUTANTS += [
            "uniform-ratio growth exponent 1.1 instead of 1",
            patch=_wrap("blindspots.masked.identifiability", "uniform_ratio_growth_exponent", "lambda: 1.1")),
 ]
+
+MUTANTS += [
+    # ---------------------------------------------------------------- masked/06_training
+    # SGD runs in-process at smoke scale (preset n_jobs = 1), so patches of blindspots.masked.training reach it.
+    Mutant("masked-06-half-time-efold", "masked/06_training", "gd-half-time",
+           "predicted half-time 1/(eta U_eff) (the e-folding time) instead of ln 2/(eta U_eff)",
+           patch=_wrap("blindspots.masked.training", "predicted_half_time",
+                       "lambda eta, u: _orig(eta, u) / __import__('math').log(2.0)")),
+    Mutant("masked-06-context-ignored", "masked/06_training", "sgd-blind-stays-wrong",
+           "the trainer's posterior ignores the visible block (log h+ - log h- = 0): every mask acts as the full mask",
+           patch="import numpy as _np\nimport blindspots.masked.training as _m\n"
+                 "_m.model_log_odds = lambda law, N, m: _np.zeros(m + 1)\n"),
+    Mutant("masked-06-sampler-weight", "masked/06_training", "sgd-boost-recovers",
+           "training examples drawn with mode weight w + 0.1 (a sampler bug): SGD recovers the wrong weight",
+           patch=_wrap("blindspots.masked.training", "sample_counts",
+                       "lambda rng, law, N, w, m: _orig(rng, law, N, w + 0.1, m)")),
+    Mutant("masked-06-error-slope-theory", "masked/06_training", "sgd-error-slope",
+           "predicted SGD error slope -1 (error ~ 1/pi) instead of -1/2",
+           patch=_wrap("blindspots.masked.training", "predicted_error_slope", "lambda: -1.0")),
+    Mutant("masked-06-second-moment", "masked/06_training", "excess-moments-enumeration",
+           "exact second moment of the excess loss off by a relative 1e-6 (a lost class)",
+           patch=_wrap("blindspots.masked.training", "excess_loss_moments",
+                       "lambda *a, **k: __import__('dataclasses').replace(_orig(*a, **k), "
+                       "second=_orig(*a, **k).second * (1 + 1e-6))")),
+    Mutant("masked-06-raw-moments", "masked/06_training", "raw-loss-moments-enumeration",
+           "exact raw-loss variance V_m off by a relative 1e-6",
+           patch=_wrap("blindspots.masked.training", "raw_loss_moments",
+                       "lambda law, N, m, w: (_orig(law, N, m, w)[0], _orig(law, N, m, w)[1] * (1 + 1e-6))")),
+    Mutant("masked-06-mean-large-n", "masked/06_training", "excess-mean-equals-discrepancy",
+           "two-point mean of the excess loss off by a relative 1e-6 only at N > 20, where enumeration cannot reach",
+           patch=_wrap("blindspots.masked.training", "excess_loss_moments",
+                       "lambda law, N, *a, **k: __import__('dataclasses').replace(_orig(law, N, *a, **k), "
+                       "mean=_orig(law, N, *a, **k).mean * (1 + (1e-6 if N > 20 else 0.0)))")),
+    Mutant("masked-06-detection-constant", "masked/06_training", "detection-cost-sandwich",
+           "detection cost 2/(U t^2) instead of 4/(U t^2) (D taken as U t^2 instead of U t^2 / 2)",
+           patch=_wrap("blindspots.masked.training", "detection_cost_interval",
+                       "lambda u, w, lam: tuple(x / 2 for x in _orig(u, w, lam))")),
+    Mutant("masked-06-simulation-law", "masked/06_training", "excess-moments-simulation",
+           "simulated examples drawn with mode weight w + 0.05 while the exact moments use w",
+           patch=_wrap("blindspots.masked.training", "simulate_losses",
+                       "lambda rng, law, N, w, *a, **k: _orig(rng, law, N, w + 0.05, *a, **k)")),
+    Mutant("masked-06-raw-variance-mixing", "masked/06_training", "raw-loss-variance",
+           "extra variance pi (H_s - H_base)^2 instead of pi (1 - pi) (H_s - H_base)^2",
+           patch=_wrap("blindspots.masked.training", "mixture_loss_variance",
+                       "lambda pi, hb, vb, hs, vs: (_orig(pi, hb, vb, hs, vs)[0] + pi * pi * (hs - hb) ** 2, "
+                       "_orig(pi, hb, vb, hs, vs)[1] + pi * pi * (hs - hb) ** 2)")),
+]
