@@ -22,6 +22,10 @@ _GROUPS = (
       "cw_barrier", "cw_barrier_offset_interval", "cw_null_residual_limit", "sensitivity_bounds",
       "sensitivity_constants", "log_curvature_at_truth", "recovery_weight_bound", "log_recovery_weight_bound",
       "g0", "g1")),
+    ("training", "masked/06", "training the mode weight: gradient descent, SGD, excess-loss moments, detection cost",
+     ("population_gradient", "population_gd", "predicted_half_time", "halving_time_interval", "sgd_seed",
+      "error_slope", "excess_loss_moments", "detection_cost", "detection_cost_interval", "raw_loss_moments",
+      "mixture_loss_variance", "simulate_losses")),
 )
 
 __doc__, __all__, __getattr__, __dir__ = lazy_exports(
