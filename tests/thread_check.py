@@ -37,7 +37,13 @@ def training_chapters() -> list[str]:
 
 
 def _records(folder: Path) -> dict[str, dict]:
-    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json")) if p.name != "_run.json"}
+    """Claim records only: a chapter may keep other JSON beside them (run record, per-seed data)."""
+    out = {}
+    for path in sorted(folder.glob("*.json")):
+        rec = json.loads(path.read_text())
+        if isinstance(rec, dict) and "measured" in rec and "passed" in rec:
+            out[path.stem] = rec
+    return out
 
 
 def _run(chapter: str, claims_dir: Path, out_dir: Path) -> tuple[float, str | None]:
