@@ -31,6 +31,7 @@ from conftest import ROOT
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 WIDTH, HEIGHT = 1280, 900
+SCRIPT_TIMEOUT_S = 90
 NUMBERED = ("theorem", "lemma", "proposition", "corollary", "definition", "assumption")
 
 
@@ -123,8 +124,17 @@ def browser():
 # Runs in the page: waits for MathJax, then measures everything the test asserts on.
 _INSPECT = r"""
 const done = arguments[arguments.length - 1];
-const ready = (window.MathJax && MathJax.startup && MathJax.startup.promise) || Promise.resolve();
-ready.then(() => {
+// MathJax loads deferred: wait (up to 20 s) until it has started, then until it has typeset the page.
+const started = new Promise((resolve) => {
+  const t0 = Date.now();
+  const poll = () => {
+    if (window.MathJax && MathJax.startup && MathJax.startup.promise) resolve(MathJax.startup.promise);
+    else if (!document.querySelector('script[src*="mathjax"]') || Date.now() - t0 > 20000) resolve(null);
+    else setTimeout(poll, 50);
+  };
+  poll();
+});
+started.then(() => {
   const article = document.querySelector('.bd-article') || document.body;
   const col = article.getBoundingClientRect();
   const scrolls = (el) => { const o = getComputedStyle(el).overflowX; return o === 'auto' || o === 'scroll' || o === 'hidden'; };
@@ -180,7 +190,9 @@ def test_every_page_renders_for_a_reader(server, browser):
     captions, documents = _toc()
     chapters = [d for d in documents if d.startswith("notebooks/")]
     SHOTS.mkdir(parents=True, exist_ok=True)
-    browser.set_script_timeout(60)
+    browser.set_script_timeout(SCRIPT_TIMEOUT_S)
+    from selenium.common.exceptions import TimeoutException
+
     problems: list[str] = []
     for page in _pages():
         url = urljoin(server, page)
@@ -188,7 +200,11 @@ def test_every_page_renders_for_a_reader(server, browser):
             if resp.status != 200:
                 problems.append(f"{page}: HTTP {resp.status}")
         browser.get(url)
-        found = json.loads(browser.execute_async_script(_INSPECT))
+        try:
+            found = json.loads(browser.execute_async_script(_INSPECT))
+        except TimeoutException:
+            problems.append(f"{page}: did not finish loading and typesetting in {SCRIPT_TIMEOUT_S} s")
+            continue
         errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
         problems += [f"{page}: console error {m[:160]}" for m in errors]
         if found["n_tex"] and not found["n_math"]:
