@@ -62,7 +62,9 @@ def git_commit(root: Path | None = None) -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
                               text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+        # the full-scale notebooks being written are not the code that made them
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)results"], cwd=root,
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -140,6 +142,8 @@ def run_chapter(chapter: str, root: Path | None = None, device: str = "auto") ->
                                    progress_bar=False, request_save_on_cell_execute=True)
     except papermill.PapermillExecutionError as err:
         error = f"{err.ename}: {str(err.evalue)[:400]}"
+    except Exception as err:  # a dead kernel (out of memory) must still leave the run marked incomplete
+        error = f"{type(err).__name__}: {str(err)[:400]}"
     finally:
         staged.unlink(missing_ok=True)
     nb = nbformat.read(out, as_version=4)
