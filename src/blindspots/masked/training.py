@@ -31,6 +31,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from . import exact
+from .exact import _sigmoid  # the same overflow-safe logistic the engine uses
 from .laws import Law, ProductLaw, check_m, check_N, check_unit
 from .schedules import Schedule
 
@@ -64,12 +65,6 @@ def predicted_error_slope() -> float:
 # --------------------------------------------------------------------------
 # model, loss and gradients
 # --------------------------------------------------------------------------
-
-def _sigmoid(x):
-    x = np.asarray(x, dtype=float)
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-
 
 def _softplus(x):
     x = np.asarray(x, dtype=float)
