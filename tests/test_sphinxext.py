@@ -57,7 +57,7 @@ def test_verification_page_says_when_mutants_have_not_run_and_names_unlabelled_c
     text = sphinxext.verification_markdown(tmp_path)
     assert "mutation tests have not run" in text
     assert "1 claim(s) carry no kind" in text
-    assert "**Unlabelled** (1)" in text and "| `old` |" in text
+    assert "**Unlabelled** (1)" in text and "`old`</a> |" in text
 
 
 def test_verification_page_without_records_says_how_to_make_them(tmp_path):
@@ -112,3 +112,55 @@ def test_status_page_reads_committed_run_records_when_nothing_was_executed(tmp_p
     row = next(line for line in text.splitlines() if "masked/01_setup" in line)
     assert row.endswith("| committed output |") and "| cpu |" in row
     assert "jupyter-book 1." in text
+
+
+def test_verification_page_links_each_claim_to_the_output_that_makes_it(tmp_path):
+    _write(tmp_path, "masked/01_setup", "rate.p")
+    text = sphinxext.verification_markdown(tmp_path)
+    assert '<a href="../notebooks/masked/01_setup.html#claim-rate-p">`rate.p`</a>' in text
+
+
+def _chapter_doctree(*outputs):
+    from docutils import nodes
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser
+    from docutils.utils import new_document
+
+    doc = new_document("chapter", get_default_settings(Parser))
+    section = nodes.section(ids=["title"])
+    section += nodes.title(text="A chapter")
+    for text in outputs:
+        section += nodes.literal_block(text, text)
+    doc += section
+    return doc
+
+
+def test_mark_claims_anchors_the_first_output_naming_each_claim():
+    from docutils import nodes
+
+    doc = _chapter_doctree("claim('a', ...)",  # a cell's source never starts a line with the mark
+                           "[PASS] one: measured 1, expected 1 ± 1e-09\n[PASS] two.b (verification): x",
+                           "[PASS] one: again",
+                           "claim                  kind\nhidden       consistency        1 == 1")
+    done = sphinxext.mark_claims(doc, known=["one", "two.b", "hidden", "absent"])
+    blocks = list(doc.findall(nodes.literal_block))
+    assert done == {"anchors": {"one": "claim-one", "two.b": "claim-two-b", "hidden": "claim-hidden"},
+                    "failed": []}
+    assert blocks[1]["ids"] == ["claim-one", "claim-two-b"] and blocks[2]["ids"] == []
+    assert blocks[3]["ids"] == ["claim-hidden"]  # show=False: its row in run.report()'s table
+    assert not list(doc.findall(nodes.error))
+
+
+def test_mark_claims_puts_a_red_banner_naming_failed_claims_under_the_title():
+    from docutils import nodes
+
+    doc = _chapter_doctree("[PASS] fine: ok", "[FAIL] broken: measured 2, expected 1 ± 0.1")
+    done = sphinxext.mark_claims(doc, failed_records=["stale-record"])
+    assert done["failed"] == ["stale-record", "broken"]
+    section = next(iter(doc.findall(nodes.section)))
+    banner = section[1]
+    assert isinstance(banner, nodes.error)
+    text = banner.astext()
+    assert "2 claim(s) of this chapter FAILED" in text and "broken" in text and "stale-record" in text
+    refs = [r["refuri"] for r in banner.findall(nodes.reference)]
+    assert refs == ["#claim-broken"]  # the record without an output has no anchor to link to

@@ -1,6 +1,6 @@
 """Sphinx extension for the book (listed in ``_config.yml``).
 
-It does four quiet jobs:
+It does five quiet jobs:
 
 * serves MathJax from the installed ``django-static-mathjax`` package, so math
   renders with no internet (nothing vendored in the repository);
@@ -10,7 +10,9 @@ It does four quiet jobs:
   execution mode, which ``make test-docs`` uses to render outputs that nbval has
   just checked instead of running every notebook a second time;
 * generates the verification report and the status page from the claim and run
-  records, reading them after every notebook has been read (and so executed).
+  records, reading them after every notebook has been read (and so executed);
+* marks, in each chapter, the output where every claim prints (an anchor ``claim-<id>`` that the
+  report links to), and puts a red banner at the top of a chapter whose claims failed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -71,10 +74,26 @@ def _config_inited(app, config) -> None:
         stamp.write_text(current)
 
 
+def _failed_claims(app) -> dict[str, list[str]]:
+    """Failed claim ids of the last run, by chapter docname (``notebooks/<part>/<chapter>``)."""
+    from .claims import load_records
+
+    folder = _claims_dir(app)
+    out: dict[str, list[str]] = {}
+    for rec in load_records(folder) if folder.is_dir() else []:
+        if not rec.get("passed", True):
+            out.setdefault(f"notebooks/{rec.get('notebook')}", []).append(rec["id"])
+    return {doc: sorted(ids) for doc, ids in out.items()}
+
+
 def _env_get_outdated(app, env, added, changed, removed):
     docs = [doc for doc in GENERATED if doc in env.found_docs]
     if getattr(app, "_blindspots_src_changed", False):
         docs += [d for d in env.found_docs if env.doc2path(d).endswith(".ipynb")]
+    # A chapter whose failed claims changed since its doctree was read gets its banner redone.
+    before, now = getattr(env, "blindspots_failed", {}), _failed_claims(app)
+    docs += [d for d in set(before) | set(now) if before.get(d) != now.get(d) and d in env.found_docs]
+    env.blindspots_failed = now
     return docs
 
 
@@ -282,7 +301,10 @@ def verification_markdown(claims_dir: Path) -> str:
                     killers = ", ".join(f"`{m['id']}`" + (" (unit)" if m["level"] == "unit" else "")
                                         for m in ms if m["killed"])
                     mark += " " + (killers or ("**none**" if summary is not None else "not run"))
-                lines.append(f"| `{r['id']}`{thm} | {_cell(r['statement'])} | "
+                cid = f"`{r['id']}`"
+                if chapter in order:  # the report is book/verification.html, chapters notebooks/<part>/...
+                    cid = f'<a href="../notebooks/{chapter}.html#{claim_anchor(r["id"])}">{cid}</a>'
+                lines.append(f"| {cid}{thm} | {_cell(r['statement'])} | "
                              f"{_fmt(r['measured'], r.get('digits', 4))} | {_cell(_prediction_text(r))} | "
                              f"{_margin_text(r)} | {mark} |")
             lines.append("")
@@ -403,6 +425,88 @@ def thread_check_lines(path: Path) -> list[str]:
     return lines + [""]
 
 
+# ----------------------------------------------------------------------------
+# Claims inside the chapters: anchors the report links to, and a banner for failures
+
+_CLAIM_LINE = re.compile(r"^\[(PASS|FAIL)\] ([a-z0-9][a-z0-9_.-]*)(?=[ :(]|$)", re.MULTILINE)
+
+
+def claim_anchor(cid: str) -> str:
+    """The HTML id of the output where claim ``cid`` prints (``.`` is not safe in a CSS selector)."""
+    return "claim-" + re.sub(r"[^a-z0-9_-]", "-", cid)
+
+
+def mark_claims(doctree, known: list[str] | None = None, failed_records: list[str] | None = None) -> dict:
+    """Anchor each claim at the first output that names it; banner the chapter if any failed.
+
+    A claim's pass line (``[PASS] id ...``) is where it was made; a claim printed with ``show=False``
+    has only its row in the ``run.report()`` table, which is used instead (``known``: the chapter's
+    recorded ids, since that table cuts ids at 44 characters). Failures come from ``[FAIL]`` lines
+    in the outputs and from ``failed_records`` (the last run's records). Returns what was done:
+    ``{"anchors": {id: anchor}, "failed": [ids]}``.
+    """
+    from docutils import nodes
+
+    from .claims import KINDS
+
+    anchored: dict[str, str] = {}
+    failed: list[str] = list(failed_records or [])
+    blocks = list(doctree.findall(nodes.literal_block))  # cell sources and text outputs
+    for block in blocks:
+        for mark, cid in _CLAIM_LINE.findall(block.astext()):
+            if mark == "FAIL" and cid not in failed:
+                failed.append(cid)
+            if cid not in anchored:
+                anchored[cid] = claim_anchor(cid)
+                block["ids"].append(anchored[cid])
+    for cid in known or []:
+        if cid in anchored:
+            continue
+        for block in blocks:
+            rows = [line.split() for line in block.astext().splitlines()]
+            if any(len(r) > 1 and r[0] == cid[:44] and r[1] in KINDS for r in rows):
+                anchored[cid] = claim_anchor(cid)
+                block["ids"].append(anchored[cid])
+                break
+    if failed:
+        banner = nodes.error()
+        para = nodes.paragraph(text=f"{len(failed)} claim(s) of this chapter FAILED in the last run: ")
+        for i, cid in enumerate(failed):
+            if i:
+                para += nodes.Text(", ")
+            ref = nodes.reference("", "", refuri=f"#{claim_anchor(cid)}") if cid in anchored else nodes.inline()
+            ref += nodes.literal(text=cid)
+            para += ref
+        from sphinx import addnodes
+
+        para += nodes.Text(". The ")
+        report = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget="/book/verification",
+                                       refexplicit=True, refwarn=True)
+        report += nodes.inline(text="verification report")
+        para += report
+        para += nodes.Text(" lists them with their values.")
+        banner += para
+        section = next(iter(doctree.findall(nodes.section)), None)
+        if section is not None and section.children and isinstance(section[0], nodes.title):
+            section.insert(1, banner)
+        else:
+            doctree.insert(0, banner)
+    return {"anchors": anchored, "failed": failed}
+
+
+def _doctree_read(app, doctree) -> None:
+    docname = app.env.docname
+    if not docname.startswith("notebooks/"):
+        return
+    from .claims import load_records
+
+    chapter = docname[len("notebooks/"):]
+    folder = _claims_dir(app)
+    records = load_records(folder, chapter) if folder.is_dir() else []
+    mark_claims(doctree, known=[r["id"] for r in records],
+                failed_records=[r["id"] for r in records if not r.get("passed", True)])
+
+
 def _unique_scripts(app, pagename, templatename, context, doctree) -> None:
     """Drop repeated <script> entries: jupyter-book 1 registers sphinx-thebe's and togglebutton's inline
     setup twice, and the second ``const THEBE_JS_URL`` is a console error on every page."""
@@ -424,6 +528,7 @@ def setup(app) -> dict[str, Any]:
     app.connect("env-get-outdated", _env_get_outdated)
     app.connect("env-before-read-docs", _env_before_read_docs)
     app.connect("source-read", _source_read)
+    app.connect("doctree-read", _doctree_read)
     app.connect("build-finished", _build_finished)
     app.connect("html-page-context", _unique_scripts, priority=100)  # before any handler that returns a template
     # MathJax on every page: generated pages (status, report, appendix) show chapter titles with math
