@@ -164,3 +164,16 @@ def test_mark_claims_puts_a_red_banner_naming_failed_claims_under_the_title():
     assert "2 claim(s) of this chapter FAILED" in text and "broken" in text and "stale-record" in text
     refs = [r["refuri"] for r in banner.findall(nodes.reference)]
     assert refs == ["#claim-broken"]  # the record without an output has no anchor to link to
+
+
+def test_launch_buttons_are_left_out_until_a_repository_url_is_set():
+    from types import SimpleNamespace
+
+    buttons = {"binderhub_url": "https://mybinder.org", "colab_url": "https://colab.research.google.com"}
+    config = SimpleNamespace(html_theme_options={"repository_url": "", "launch_buttons": dict(buttons)})
+    sphinxext._launch_buttons_need_a_repository(config)
+    assert "launch_buttons" not in config.html_theme_options  # the theme raises on an empty URL
+    url = "https://github.com/example/blindspots"
+    config = SimpleNamespace(html_theme_options={"repository_url": url, "launch_buttons": dict(buttons)})
+    sphinxext._launch_buttons_need_a_repository(config)
+    assert config.html_theme_options["launch_buttons"] == buttons

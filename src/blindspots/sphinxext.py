@@ -60,6 +60,7 @@ def _config_inited(app, config) -> None:
             raise ValueError(f"BLINDSPOTS_EXECUTE must be one of {EXECUTION_MODES}, got {mode!r}")
         config.nb_execution_mode = mode
     config.mathjax_path = f"{MATHJAX_DIR}/tex-chtml.js"
+    _launch_buttons_need_a_repository(config)
     # A first visit has no stored colour mode; without a default the theme logs a console error.
     config.html_context = {"default_mode": "auto", **(config.html_context or {})}
     if config.nb_execution_mode == "cache":
@@ -84,6 +85,16 @@ def _failed_claims(app) -> dict[str, list[str]]:
         if not rec.get("passed", True):
             out.setdefault(f"notebooks/{rec.get('notebook')}", []).append(rec["id"])
     return {doc: sorted(ids) for doc, ids in out.items()}
+
+
+def _launch_buttons_need_a_repository(config) -> None:
+    """Launch buttons (Binder, JupyterHub, Colab) link into the repository of ``_config.yml``'s
+    ``repository.url``; while that is empty the theme cannot form their links (it raises), so they
+    are left out and only the download button shows."""
+    options = dict(config.html_theme_options or {})
+    if not options.get("repository_url"):
+        options.pop("launch_buttons", None)
+        config.html_theme_options = options
 
 
 def _env_get_outdated(app, env, added, changed, removed):
