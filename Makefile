@@ -17,7 +17,7 @@ help:
 	@echo "make book      set up .venv, run every notebook at book scale, build _build/html"
 	@echo "make test      set up .venv and run the whole test suite (unit, smoke, nbval, mutants, strict build, browser)"
 	@echo "make test-mutants  planted errors: every verification claim must fail under one"
-	@echo "make thread-check  after make book: rerun the training chapters with 2 torch threads per seed, compare claims"
+	@echo "make thread-check  after make book: rerun the training chapters with 2 torch threads per seed, compare claims (RECORD=1 commits the result)"
 	@echo "make full      every chapter at scale=full into results/full/ (resumes; CHAPTERS=part/NN_name for some, FORCE=1 reruns)"
 	@echo "make test-gpu  full-scale notebook runs and book-scale nbval on CUDA"
 	@echo "make lab       JupyterLab on notebooks/"
@@ -83,8 +83,9 @@ full: $(STAMP)
 
 # Training chapters again with two torch threads per seed (one seed at a time), claims compared with
 # the one-thread records of `make book`; the status page shows the result after the next build.
+# RECORD=1 also writes results/thread-check.json, the committed record that builds elsewhere show.
 thread-check: $(STAMP)
-	$(BIN)/python tests/thread_check.py
+	$(BIN)/python tests/thread_check.py $(if $(RECORD),--record)
 
 # Every page of the book just built (by test-docs or make book) in headless Chromium, as a reader sees
 # it; screenshots of each chapter's first screen land in _build/screenshots/.

@@ -103,6 +103,9 @@ def test_status_page_shows_the_thread_check(tmp_path):
                                 "chapters": {"selfpretraining/04_depth": {"seconds": 9, "error": None, "claims": rows}}}))
     text = "\n".join(thread_check_lines(path))
     assert "**2 of 2**" in text and "**some fail**" in text and "| at-chance |" in text
+    assert "committed record" not in text
+    committed = "\n".join(thread_check_lines(path, committed=True))
+    assert "committed record `results/thread-check.json`" in committed and "has not run" in committed
 
 
 def test_status_page_reads_committed_run_records_when_nothing_was_executed(tmp_path):

@@ -8,8 +8,9 @@ through ``runtime.map_seeds`` at book scale with ``BLINDSPOTS_THREADS=2 BLINDSPO
 with the one-thread record that ``make book`` or ``make test-nbval`` wrote to ``_build/claims``.
 
 It prints one row per claim (measured with 1 and 2 threads, whether it changed, whether both pass),
-writes ``_build/thread-check/summary.json`` (the status page shows it) and exits non-zero if a claim
-fails or is missing. Run it after ``make book``; it takes about as long as the training chapters.
+writes ``_build/thread-check/summary.json`` (the status page shows it; with ``--record`` also the
+committed ``results/thread-check.json``, which the page shows on builds that did not run it) and exits
+non-zero if a claim fails or is missing. Run it after ``make book``; it takes about as long as the training chapters.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The committed record of the last full run (``--record``), shown by the status page on any build.
+COMMITTED = ROOT / "results" / "thread-check.json"
 
 
 def training_chapters() -> list[str]:
@@ -83,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", default=str(ROOT / "_build" / "claims"),
                         help="one-thread claim records (default _build/claims, written by make book)")
     parser.add_argument("--out", default=str(ROOT / "_build" / "thread-check"))
+    parser.add_argument("--record", action="store_true",
+                        help=f"also write the summary to {COMMITTED.relative_to(ROOT)} (committed; the status "
+                             "page shows it where no local run exists)")
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT / "src"))
@@ -91,7 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     chapters = args.chapters or training_chapters()
     reference_root, out = Path(args.reference), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    summary = {"threads_per_seed": [1, 2], "cpu": runtime.cpu_model(), "chapters": {}}
+    from datetime import datetime, timezone
+
+    from blindspots.fullscale import git_commit
+
+    summary = {"threads_per_seed": [1, 2], "cpu": runtime.cpu_model(), "commit": git_commit(ROOT),
+               "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "chapters": {}}
     ok = True
     for chapter in chapters:
         reference = _records(runtime.chapter_records_dir(chapter, reference_root))
@@ -112,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     n_changed = sum(r["changed"] for c in summary["chapters"].values() for r in c["claims"])
     summary.update(claims=n, changed=n_changed, ok=ok)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    if args.record:
+        COMMITTED.parent.mkdir(parents=True, exist_ok=True)
+        COMMITTED.write_text(json.dumps(summary, indent=1) + "\n")
     print(f"\n{n} claims; measured value changed with 2 threads: {n_changed}; all pass with both: {ok}")
     return 0 if ok else 1
 

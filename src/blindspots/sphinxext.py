@@ -411,19 +411,29 @@ def status_markdown(claims_dir: Path) -> str:
         lines += [f"| `{s}` | {v:.0f} |" for s, v in stages.items()]
         lines += ["", f"Sum: **{sum(stages.values()):.0f} s** against the {MAKE_TEST_BUDGET_S:.0f} s budget "
                   "of `make test` (set-up counts only when the venv was built in that run).", ""]
-    lines += thread_check_lines(claims_dir.parent / "thread-check" / "summary.json")
+    local = claims_dir.parent / "thread-check" / "summary.json"
+    lines += thread_check_lines(local if local.is_file() else root / "results" / "thread-check.json",
+                                committed=not local.is_file())
     return "\n".join(lines)
 
 
-def thread_check_lines(path: Path) -> list[str]:
-    """The last ``make thread-check``: training claims rerun with two torch threads per seed."""
+def thread_check_lines(path: Path, committed: bool = False) -> list[str]:
+    """The last ``make thread-check``: training claims rerun with two torch threads per seed.
+
+    ``committed``: ``path`` is the record committed with the book (``results/thread-check.json``), shown
+    when this machine has not run the check itself.
+    """
     path = Path(path)
     if not path.is_file():
         return ["`make thread-check` (training chapters rerun with two torch threads per seed) has not "
                 "been run on this machine.", ""]
     summary = json.loads(path.read_text())
+    where = ""
+    if committed:
+        where = (f" (the committed record `results/thread-check.json`, run on {summary.get('date', 'an unrecorded date')} "
+                 f"at commit `{summary.get('commit', 'unrecorded')}`; this machine has not run `make thread-check`)")
     lines = [f"`make thread-check` reran the training chapters with two torch threads per seed on "
-             f"{_cell(summary.get('cpu') or 'unknown')}: **{summary['changed']} of {summary['claims']}** "
+             f"{_cell(summary.get('cpu') or 'unknown')}{where}: **{summary['changed']} of {summary['claims']}** "
              f"claims measured a different value than with one thread, and "
              f"{'**all pass with both**' if summary['ok'] else '**some fail**'}.", "",
              "| chapter | claims | value changed | fail with 2 threads | seconds |", "|---|---|---|---|---|"]
