@@ -80,6 +80,27 @@ def compare(reference: dict[str, dict], rerun: dict[str, dict]) -> list[dict]:
     return rows
 
 
+def record(summary: dict, path: Path) -> dict:
+    """Write ``summary`` to the committed record at ``path``; chapters of an earlier record that this
+    run did not rerun are kept (each with its own date, commit and CPU), and the totals recounted."""
+    merged = {"threads_per_seed": summary["threads_per_seed"], "chapters": {}}
+    if path.is_file():
+        merged["chapters"].update(json.loads(path.read_text()).get("chapters", {}))
+    for chapter, rec in summary["chapters"].items():
+        merged["chapters"][chapter] = {**rec, "cpu": summary["cpu"], "date": summary["date"],
+                                       "commit": summary["commit"]}
+    rows = [r for c in merged["chapters"].values() for r in c["claims"]]
+    runs = list(merged["chapters"].values())
+    merged.update(
+        cpu=", ".join(sorted({c.get("cpu", "unknown") for c in runs})),
+        date=max(c.get("date", "") for c in runs), commit=summary["commit"], claims=len(rows),
+        changed=sum(r["changed"] for r in rows),
+        ok=all(c.get("error") is None for c in runs) and all(r["passed_1"] and r["passed_2"] for r in rows))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(merged, indent=1) + "\n")
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("chapters", nargs="*", help="part/NN_name (default: every chapter that calls map_seeds)")
@@ -87,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="one-thread claim records (default _build/claims, written by make book)")
     parser.add_argument("--out", default=str(ROOT / "_build" / "thread-check"))
     parser.add_argument("--record", action="store_true",
-                        help=f"also write the summary to {COMMITTED.relative_to(ROOT)} (committed; the status "
-                             "page shows it where no local run exists)")
+                        help=f"also write the summary into {COMMITTED.relative_to(ROOT)} (committed; the status "
+                             "page shows it where no local run exists), keeping chapters this run did not rerun")
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT / "src"))
@@ -124,8 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     summary.update(claims=n, changed=n_changed, ok=ok)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     if args.record:
-        COMMITTED.parent.mkdir(parents=True, exist_ok=True)
-        COMMITTED.write_text(json.dumps(summary, indent=1) + "\n")
+        record(summary, COMMITTED)
     print(f"\n{n} claims; measured value changed with 2 threads: {n_changed}; all pass with both: {ok}")
     return 0 if ok else 1
 

@@ -436,13 +436,16 @@ def thread_check_lines(path: Path, committed: bool = False) -> list[str]:
              f"{_cell(summary.get('cpu') or 'unknown')}{where}: **{summary['changed']} of {summary['claims']}** "
              f"claims measured a different value than with one thread, and "
              f"{'**all pass with both**' if summary['ok'] else '**some fail**'}.", "",
-             "| chapter | claims | value changed | fail with 2 threads | seconds |", "|---|---|---|---|---|"]
+             "| chapter | claims | value changed | fail with 2 threads | seconds | run |",
+             "|---|---|---|---|---|---|"]
     for chapter, rec in summary["chapters"].items():
         rows = rec["claims"]
         failed = [r["id"] for r in rows if not r["passed_2"]]
+        run = (f"{_cell(rec.get('cpu', '?'))}, {rec.get('date', '?')}, `{rec['commit']}`" if rec.get("commit")
+               else "this run")
         lines.append(f"| {{doc}}`/notebooks/{chapter}` | {len(rows)} | {sum(r['changed'] for r in rows)} | "
                      f"{', '.join(failed) or 'none'}{' (' + _cell(rec['error']) + ')' if rec.get('error') else ''} | "
-                     f"{rec['seconds']} |")
+                     f"{rec['seconds']} | {run} |")
     return lines + [""]
 
 
