@@ -157,6 +157,21 @@ def test_map_seeds_takes_jobs_and_threads_from_the_environment(monkeypatch):
     assert [threads for _, threads in out] == [2, 2]  # serial path: no pool, two threads per seed
 
 
+def _worker_pid(seed):
+    import os
+
+    return os.getpid()
+
+
+def test_seed_jobs_in_the_environment_override_a_preset_n_jobs(monkeypatch):
+    import os
+
+    # thread-check sets BLINDSPOTS_SEED_JOBS=1 with two threads per seed; the book presets pass n_jobs=2,
+    # which would run 2 x 2 threads on two cores (oversubscribed) if the preset won
+    monkeypatch.setenv("BLINDSPOTS_SEED_JOBS", "1")
+    assert runtime.map_seeds(_worker_pid, [0, 1], n_jobs=2) == [os.getpid()] * 2
+
+
 @pytest.mark.parametrize("name,value", [("BLINDSPOTS_SEED_JOBS", "0"), ("BLINDSPOTS_THREADS", "two")])
 def test_map_seeds_rejects_bad_environment_counts(monkeypatch, name, value):
     monkeypatch.setenv(name, value)

@@ -265,8 +265,10 @@ def map_seeds(fn: Callable[..., Any], seeds: Sequence[int], *, n_jobs: int | Non
     joblib (``loky`` processes by default). ``fn`` must be importable (defined in ``blindspots``, not in
     a notebook) and take the seed first; results come back in the order of ``seeds``. ``n_jobs``
     defaults to ``$BLINDSPOTS_SEED_JOBS`` or the physical cores, ``threads_per_job`` to
-    ``$BLINDSPOTS_THREADS`` or 1. ``BLINDSPOTS_THREADS=2 BLINDSPOTS_SEED_JOBS=1`` reruns a chapter
-    with two torch threads per seed without oversubscribing two cores (``make thread-check``). A
+    ``$BLINDSPOTS_THREADS`` or 1. ``$BLINDSPOTS_SEED_JOBS``, when set, overrides ``n_jobs`` (also one
+    a preset passes), so ``BLINDSPOTS_THREADS=2 BLINDSPOTS_SEED_JOBS=1`` reruns a chapter with two torch
+    threads per seed without oversubscribing two cores (``make thread-check``). The number of jobs never
+    changes the numbers: each seed runs alone in its worker with the same seeding. A
     reader with a cluster can pass ``backend="dask"`` or ``"ray"`` (after registering it with joblib)
     to run full scale there.
     """
@@ -281,7 +283,7 @@ def map_seeds(fn: Callable[..., Any], seeds: Sequence[int], *, n_jobs: int | Non
         raise ValueError(f"seeds must be non-negative integers, got {seeds}")
     if not isinstance(threads_per_job, int) or threads_per_job < 1:
         raise ValueError(f"threads_per_job must be an integer >= 1, got {threads_per_job!r}")
-    if n_jobs is None:
+    if n_jobs is None or os.environ.get("BLINDSPOTS_SEED_JOBS"):
         n_jobs = _env_count("BLINDSPOTS_SEED_JOBS", physical_cores())
     jobs = n_jobs
     if not isinstance(jobs, int) or jobs < 1:
