@@ -187,3 +187,50 @@ MUTANTS += [
                        "lambda pi, hb, vb, hs, vs: (_orig(pi, hb, vb, hs, vs)[0] + pi * pi * (hs - hb) ** 2, "
                        "_orig(pi, hb, vb, hs, vs)[1] + pi * pi * (hs - hb) ** 2)")),
 ]
+
+_NB07 = "masked/07_neural_predictors"
+_NEURAL_UNIT = "tests/masked/test_neural.py::"
+MUTANTS += [
+    # ---------------------------------------------------------------- masked/07_neural_predictors
+    # exact theory side (smoke scale makes these claims; training claims are gated off at smoke)
+    Mutant("masked-07-posterior-prior", _NB07, "posterior-enumeration",
+           "the MLP's target posterior omega(r, m) computed with the prior weight off by a relative 0.1 %",
+           patch=_wrap("blindspots.masked.neural", "true_posterior",
+                       "lambda law, N, r, m, w: _orig(law, N, r, m, w * 1.001)")),
+    Mutant("masked-07-witness-conditional-product", _NB07, "witness-conditional-enumeration",
+           "hidden-site conditional taken as omega rho + (1 - omega)(1 - rho) (the product law, ignoring S > 0)",
+           patch="import numpy as _np\nimport blindspots.masked.neural as _m\n"
+                 "def _patched(law, N, m, lam):\n"
+                 "    om = _m.true_posterior(law, N, 2 * _np.arange(m + 1) - m, m, lam)\n"
+                 "    return om * law.rho + (1 - om) * (1 - law.rho)\n"
+                 "_m.witness_conditional = _patched\n"),
+    Mutant("masked-07-full-mask-product", _NB07, "full-mask-readout-enumeration",
+           "full-mask readout inverts the product-law marginal (1 - theta)/2 + theta lam (ignores the conditioning on S > 0)",
+           patch=_wrap("blindspots.masked.neural", "full_mask_weight",
+                       "lambda law, N, p: (__import__('numpy').asarray(p, dtype=float) - (1 - law.rho)) / law.theta")),
+    Mutant("masked-07-fit-bias", _NB07, "witness-fit-enumeration",
+           "the least-squares witness fit returns lambda + 1e-4",
+           patch=_wrap("blindspots.masked.neural", "fit_witness_weight", "lambda *a, **k: _orig(*a, **k) + 1e-4")),
+    Mutant("masked-07-sampler-stale-context", _NB07, "sampler-law-enumeration",
+           "the sampler ignores the sites it already filled: every site drawn from the full-mask conditional",
+           patch="import torch as _t\nimport blindspots.masked.neural as _m\n"
+                 "def _patched(conditional, x, order_positions):\n"
+                 "    x = _t.as_tensor(x, dtype=_t.long)\n"
+                 "    p = conditional(_t.full(x.shape, _m.MASK, dtype=_t.long)).double()\n"
+                 "    return _t.where(x > 0, _t.log(p), _t.log1p(-p)).sum(1)\n"
+                 "_m.sampler_log_prob = _patched\n"),
+    Mutant("masked-07-sampler-flip", _NB07, "sampler-oracle-weight",
+           "the sampler writes +1 when u > p (its draws use 1 - p)",
+           patch=_wrap("blindspots.masked.neural", "sampler_weight",
+                       "lambda cond, *a, **k: _orig(lambda t: 1 - cond(t), *a, **k)")),
+]
+# training claims: smoke scale cannot make them; the unit tests plant a swapped model into the book run's per-seed results
+for _cid in ("mlp-blind-stays-wrong", "mlp-blind-depends-on-init", "tf-blind-full-mask-wrong", "tf-blind-sampler-wrong",
+             "tf-blind-depends-on-init"):
+    MUTANTS.append(Mutant(f"masked-07-{_cid}-swapped", _NB07, _cid,
+                          "the blind arm's per-seed results replaced by the recovering model's (a swapped model)",
+                          unit=_NEURAL_UNIT + f"test_mutant_blind_arm_is_the_recovering_model_fails[{_cid}]"))
+for _cid in ("mlp-full-mask-recovers", "tf-recovering-full-mask", "tf-recovering-sampler", "tf-recovering-agree"):
+    MUTANTS.append(Mutant(f"masked-07-{_cid}-swapped", _NB07, _cid,
+                          "the recovering arm's per-seed results replaced by the blind model's (a swapped model)",
+                          unit=_NEURAL_UNIT + f"test_mutant_recovering_arm_is_the_blind_model_fails[{_cid}]"))

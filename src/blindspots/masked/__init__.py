@@ -26,6 +26,11 @@ _GROUPS = (
      ("population_gradient", "population_gd", "predicted_half_time", "halving_time_interval", "sgd_seed",
       "error_slope", "excess_loss_moments", "detection_cost", "detection_cost_interval", "raw_loss_moments",
       "mixture_loss_variance", "simulate_losses")),
+    ("neural", "masked/07", "neural masked predictors: an MLP on the sufficient statistic, a masked transformer, "
+     "its unmasking sampler and the mode weights its conditionals imply",
+     ("true_posterior", "witness_conditional", "full_mask_weight", "fit_witness_weight", "PosteriorMLP",
+      "MaskedTransformer", "unmask_sample", "sampler_weight", "sampler_log_prob", "witness_oracle",
+      "implied_weights", "mlp_seed", "transformer_seed", "sd_ratio_lower")),
 )
 
 __doc__, __all__, __getattr__, __dir__ = lazy_exports(
