@@ -50,6 +50,52 @@ def test_bounds_on_U_hold_for_the_exact_engine():
     assert math.exp(theory.log_residual_lower_bound(theta, 1023, 0, 0.5)) == pytest.approx(0.25, rel=1e-12)
 
 
+@pytest.mark.parametrize("theta", [0.3, 0.6, 0.8])
+def test_low_visibility_onset_is_where_hoeffding_first_and_forever_gives_one_half(theta):
+    from scipy.stats import binom
+
+    for s in (0, 1, 2, 4, 8):
+        N0 = theory.low_visibility_onset(theta, s)
+        assert N0 % 2 == 1 and N0 >= 2 * s + 1  # for N <= 2s - 1 the bound is vacuous (g = 1)
+        assert theory.low_visibility_hoeffding_bound(theta, N0, s) <= 0.5
+        # the smallest such odd N: the odd N below it fail (bound > 1/2, or not yet monotone)
+        for N in range(max(s + 1, 1) | 1, N0, 2):
+            n = N - s
+            assert (theory.low_visibility_hoeffding_bound(theta, N, s) > 0.5
+                    or theta * n <= s - 1 or theta * n < abs(s - 1))
+        previous = 1.0
+        for N in range(N0, N0 + 400, 2):
+            bound = theory.low_visibility_hoeffding_bound(theta, N, s)
+            assert bound <= previous + 1e-15  # non-increasing from N0 on
+            previous = bound
+            g = binom.cdf((N - 1) // 2, N - s, (1.0 + theta) / 2.0)
+            assert g <= bound + 1e-15  # Hoeffding holds against the exact binomial tail
+    for s in (2, 4):  # N <= 2s - 1: the hidden block cannot outvote the visible one
+        assert theory.low_visibility_hoeffding_bound(theta, 2 * s - 1, s) == 1.0
+    with pytest.raises(ValueError):
+        theory.low_visibility_onset(theta, -1)
+    with pytest.raises(ValueError):
+        theory.low_visibility_hoeffding_bound(theta, 3, 3)
+
+
+def test_low_visibility_floor_is_one_eighth_and_holds_for_the_engine_beyond_the_onset():
+    theta, law = 0.6, ProductLaw(0.6)
+    L0 = math.log(1.6 / 0.4)
+    assert theory.log_low_visibility_floor(theta, 0, 0.5) == pytest.approx(math.log(0.125), abs=1e-15)
+    assert theory.log_low_visibility_floor(theta, 3, 0.9) == pytest.approx(
+        math.log(0.125) - math.log(9.0) - 3 * L0, rel=1e-14)
+    for s in (0, 1, 4):
+        N0 = theory.low_visibility_onset(theta, s)
+        for w in (0.5, 0.9):
+            for N in (N0, N0 + 2, 255):
+                floor = theory.log_low_visibility_floor(theta, s, w)
+                assert exact.log_residual_uncertainty(law, N, s, w) >= floor
+                # the floor is the lemma's bound with log(1 - g) replaced by its worst case -log 2
+                assert theory.log_residual_lower_bound(theta, N, s, w) >= floor - 1e-12
+    with pytest.raises(ValueError):
+        theory.log_low_visibility_floor(theta, 1, 1.0)
+
+
 def test_prefactor_slope_bias_is_the_secant_slope_of_half_log_m():
     assert theory.prefactor_slope_bias(16, 64) == pytest.approx(0.5 * math.log(4) / 48)
     with pytest.raises(ValueError, match="m1"):

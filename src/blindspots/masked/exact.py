@@ -21,8 +21,8 @@ How the engine is exact and fast
 
   - **law P**: binomial tails ``P(Bin(N-m, rho) >= (N+1)/2 - a)``, all of them
     from one reverse cumulative log-sum-exp (``O(N)`` per ``m``);
-  - **any law** (Curie-Weiss): the sum over the total plus-count ``t`` with
-    *certified pruning*: blocks of ``(a, t)`` whose upper bound lies more than
+  - **any law** (Curie-Weiss): the sum over the total plus-count ``n+`` with
+    *certified pruning*: blocks of ``(a, n+)`` whose upper bound lies more than
     ``40 + log(N+1)`` nats below a lower bound of the result are skipped, so
     the dropped mass is below ``e^-40`` relative. Memory is ``O(N)`` per block;
     no ``N x N`` table is ever formed.
@@ -97,7 +97,7 @@ def _log_weight(law: Law, N: int) -> np.ndarray:
 
 @lru_cache(maxsize=16)
 def _log_Z(law: Law, N: int) -> float:
-    """Normaliser of the + mode: ``log sum_t C(N, t) F(t)``."""
+    """Normaliser of the + mode: ``log sum_{n+} C(N, n+) F(n+)`` over the plus-count ``n+``."""
     return float(logsumexp(_log_binom_row(N, N) + _log_weight(law, N)))
 
 
@@ -143,14 +143,14 @@ def _row_lse(G: np.ndarray) -> np.ndarray:
 
 
 def _log_h_pruned(law: Law, N: int, m: int) -> np.ndarray:
-    """Summation over the total plus-count ``t`` with certified block pruning.
+    """Summation over the total plus-count ``n+`` with certified block pruning.
 
-    ``G(a, t) = log C(n, t - a) + log F(t)``. For a block ``a0..a1``:
-    lower bound of every row ``M0 = max_t G(a0, t)`` (``log F`` is
-    non-decreasing where finite, so shifting ``t`` with ``a`` keeps the term);
-    upper bound per column ``UB(t) = log F(t) + max_{a in block} log C(n, t-a)``
+    ``G(a, n+) = log C(n, n+ - a) + log F(n+)`` (``n = N - m`` hidden coordinates). For a block ``a0..a1``:
+    lower bound of every row ``M0 = max_{n+} G(a0, n+)`` (``log F`` is
+    non-decreasing where finite, so shifting ``n+`` with ``a`` keeps the term);
+    upper bound per column ``UB(n+) = log F(n+) + max_{a in block} log C(n, n+ - a)``
     (``log C(n, .)`` is unimodal at ``n // 2``). Only the hull of the columns with
-    ``UB(t) >= M0 - PRUNE_NATS - log(N+1)`` is summed: the dropped terms weigh
+    ``UB(n+) >= M0 - PRUNE_NATS - log(N+1)`` is summed: the dropped terms weigh
     less than ``e^-PRUNE_NATS`` relative. Memory is O(block x kept columns).
     """
     n = N - m

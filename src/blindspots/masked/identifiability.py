@@ -463,7 +463,7 @@ def recovery_slope(kind: str) -> float:
 
 
 def cubic_ratio_bound(w: float) -> float:
-    """A priori bound ``A(w) = (1 + 3|1 - 2w|) / (w(1-w))`` on ``|D_mu^(3)(w) / D_mu^(2)(w)|``.
+    """A priori bound ``B(w) = (1 + 3|1 - 2w|) / (w(1-w))`` on ``|D_mu^(3)(w) / D_mu^(2)(w)|``.
 
     With ``delta(lam) = logit lam - logit w``, the third derivative at ``lam = w`` is
     ``(E[beta(1-beta)(1-2 beta)] - 3(1-2w) U) / (w(1-w))^3`` and the second ``U / (w(1-w))^2``,
@@ -477,7 +477,7 @@ def cubic_ratio_bound(w: float) -> float:
 
 
 def _ols_weighted_bound(x: np.ndarray, d) -> float:
-    """``sum |x - mean| d_i / Sxx``: perturbations ``|dy_i| <= d_i`` move an OLS slope by at most this."""
+    """``sum |x - mean| E_i / Sxx``: perturbations ``|dy_i| <= E_i`` move an OLS slope by at most this."""
     xc = x - x.mean()
     return float(np.abs(xc) @ np.asarray(d, dtype=float) / (xc @ xc))
 
@@ -521,7 +521,7 @@ def fit_radius_vs_pi(grid: RecoveryGrid, j: int, r_max: float,
 
     Tolerance, fixed before the fit: ``log r = 1/2 log(2 eps) - 1/2 log kappa_mu + rho`` where
     ``-1/2 log kappa_mu`` lies within ``-1/4 log(min_share)`` of a line of slope ``-1/2`` (after a
-    constant shift, see :func:`fit_kappa_vs_pi`) and ``|rho| <= A r / 3`` (:func:`cubic_ratio_bound`:
+    constant shift, see :func:`fit_kappa_vs_pi`) and ``|rho| <= B r / 3`` (:func:`cubic_ratio_bound`:
     the first correction ``A r / 6``, doubled for the remainder); the OLS perturbation bound turns
     these into a slope tolerance. ``local`` keeps the exact local slopes for display.
     """
@@ -541,7 +541,7 @@ def fit_radius_vs_eps(grid: RecoveryGrid, i: int, r_max: float) -> SlopeFit | No
     ``recovery_slope("r_eps")``), over uncensored cells with ``r <= r_max``.
 
     Tolerance, fixed before the fit: at fixed ``pi``, ``log r = 1/2 log(2 eps / kappa_mu) + rho``
-    with ``|rho| <= A r / 3`` (:func:`cubic_ratio_bound`), through the OLS perturbation bound.
+    with ``|rho| <= B r / 3`` (:func:`cubic_ratio_bound`), through the OLS perturbation bound.
     """
     sel = _radius_mask(grid, r_max)[i] & np.isfinite(grid.e_eps[i])
     if sel.sum() < 3:
@@ -656,10 +656,12 @@ def excess_masked_risk(p: np.ndarray, q: np.ndarray, N: int, schedule) -> np.nda
 
 def random_joint_laws(p: np.ndarray, mode: np.ndarray, rng: np.random.Generator, n: int,
                       noise: tuple[float, float], tilt: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``n`` joint laws ``q ∝ p exp(a tau(x) + sigma g(x))`` near ``p``.
+    """``n`` joint laws ``q ∝ p exp(a tau(x) + sigma G(x))`` near ``p`` (the book writes ``a = t/2``,
+    ``G`` as ``\mathcal G`` and ``sigma`` as ``zeta``).
 
     ``tau = mode`` (+1 / -1, the mode of each state), ``a ~ U[-tilt, tilt]`` moves mass
-    between the modes (the witness direction), ``g`` is i.i.d. standard normal over
+    between the modes (the witness direction; without noise ``q`` is the witness with logit
+    shift ``t = 2a``), ``G`` is i.i.d. standard normal over
     states and ``sigma`` is log-uniform on ``noise = (sigma_min, sigma_max)``: a
     generic perturbation inside and across the modes. Returns ``(q, a, sigma)``
     with ``q`` of shape ``(n, 2**N)``.

@@ -2,8 +2,8 @@
 
 Both laws are exchangeable and spin-flip symmetric. A law is described by one
 small function, :meth:`log_weight`, the unnormalised log-probability of a single
-configuration ``x`` with ``t`` coordinates equal to ``+1``, restricted to the
-``+`` half-space ``S(x) = 2t - N > 0`` (the ``+`` mode ``p^+``). The ``-`` mode is
+configuration ``x`` with ``n+`` coordinates equal to ``+1`` (``t`` in the code; the book keeps ``t`` for the
+logit shift), restricted to the ``+`` half-space ``S(x) = 2 n+ - N > 0`` (the ``+`` mode ``p^+``). The ``-`` mode is
 its mirror image, ``p^-(x) = p^+(-x)``. Everything downstream (the exact engine
 in :mod:`blindspots.masked.exact`) is law-agnostic apart from optional fast paths.
 
@@ -91,10 +91,10 @@ class Law:
     name: str = "law"
 
     def log_weight(self, N: int) -> np.ndarray:
-        """Unnormalised log-probability of ONE configuration with ``t`` plus-ones
-        under the ``+`` mode, for ``t = 0..N`` (``-inf`` where ``2t - N < 0``).
+        """Unnormalised log-probability ``log F(n+)`` of ONE configuration with ``n+`` plus-ones
+        under the ``+`` mode, for ``n+ = 0..N`` (``-inf`` where ``2 n+ - N < 0``).
 
-        Must be non-decreasing on ``t > N/2`` (the pruned engine relies on it).
+        Must be non-decreasing on ``n+ > N/2`` (the pruned engine relies on it).
         """
         raise NotImplementedError
 

@@ -25,6 +25,9 @@ __all__ = [
     "blindness_constant",
     "log_blindness_bound",
     "log_residual_lower_bound",
+    "low_visibility_hoeffding_bound",
+    "low_visibility_onset",
+    "log_low_visibility_floor",
     "prefactor_slope_bias",
     "spin_entropy",
     "cw_barrier",
@@ -134,6 +137,56 @@ def log_residual_lower_bound(theta: float, N: int, s: int, w: float) -> float:
     k = product_constants(theta)
     g = binom.cdf((N - 1) // 2, N - s, (1.0 + theta) / 2.0)
     return math.log(0.25) - abs(math.log(w / (1.0 - w))) - s * k.L0 + math.log1p(-g)
+
+
+def low_visibility_hoeffding_bound(theta: float, N: int, s: int) -> float:
+    """Hoeffding's bound ``exp(-(theta n - s + 1)^2 / (2 n))``, ``n = N - s``, on
+    ``g_{N,s} = P(Bin(n, (1+theta)/2) <= (N-1)/2)``; ``1.0`` (no information) unless ``theta n > s - 1``.
+
+    The step of {prf:ref}`lem-masked-product-constants` that makes its low-visibility bound uniform in ``N``.
+    """
+    theta = _check_theta(theta)
+    N, s = int(N), int(s)
+    if s < 0 or N <= s:
+        raise ValueError(f"need 0 <= s < N, got s={s}, N={N}")
+    n = N - s
+    gap = theta * n - s + 1.0
+    if gap <= 0.0:
+        return 1.0
+    return min(1.0, math.exp(-gap * gap / (2.0 * n)))
+
+
+def low_visibility_onset(theta: float, s: int) -> int:
+    """``N_0(s)``: the smallest odd ``N`` from which on Hoeffding's bound on ``g_{N,s}`` is at most ``1/2``.
+
+    With ``n = N - s`` the bound ``exp(-(theta n - s + 1)^2/(2n))`` is valid once ``theta n > s - 1`` and
+    non-increasing in ``n`` once also ``theta n >= |s - 1|`` (the derivative of ``(theta n - s + 1)^2 / n`` is
+    ``theta^2 - (s-1)^2/n^2``); ``N_0(s)`` is the first odd ``N`` where both hold and the bound is ``<= 1/2``,
+    so ``g_{N,s} <= 1/2`` for every odd ``N >= N_0(s)``. Implements the ``N_0(s)`` of
+    {prf:ref}`lem-masked-product-constants` (and of {prf:ref}`asm-masked-residual` for law P).
+    """
+    theta = _check_theta(theta)
+    s = int(s)
+    if s < 0:
+        raise ValueError(f"s must be a non-negative visible size, got {s}")
+    n = max(1, math.floor(abs(s - 1) / theta))  # below this the bound is not yet monotone
+    N = n + s
+    N += 1 - N % 2
+    while True:
+        n = N - s
+        if theta * n > s - 1 and theta * n >= abs(s - 1) and low_visibility_hoeffding_bound(theta, N, s) <= 0.5:
+            return N
+        N += 2
+
+
+def log_low_visibility_floor(theta: float, s: int, w: float) -> float:
+    """``log u_s`` with ``u_s = 1/8 exp(-|logit w| - s L0)``: the lower bound on ``U_{N,s}`` for every
+    ``N >= N_0(s)`` (:func:`low_visibility_onset`) of {prf:ref}`lem-masked-product-constants`.
+    """
+    theta, w = _check_theta(theta), _check_w(w)
+    if int(s) < 0:
+        raise ValueError(f"s must be a non-negative visible size, got {s}")
+    return math.log(0.125) - abs(math.log(w / (1.0 - w))) - int(s) * product_constants(theta).L0
 
 
 def prefactor_slope_bias(m1: float, m2: float, power: float = 0.5) -> float:
@@ -257,7 +310,7 @@ def cw_log_partition_bounds(beta: float, N: int) -> tuple[float, float]:
 
 
 def cw_log_wedge_bounds(beta: float, N: int, m: int, y0s=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95)) -> tuple[float, float]:
-    """``(lo, hi)`` with ``lo <= log K - N log 2 <= hi``, ``K = sum C(m,a) C(N-m,b) e^{beta S^2/(2N)}`` over the
+    """``(lo, hi)`` with ``lo <= log Z_W - N log 2 <= hi``, ``Z_W = sum C(m,a) C(N-m,b) e^{beta S^2/(2N)}`` over the
     wedge ``a <= m/2``, ``S = 2(a+b) - N > 0`` (visible magnetisation ``r = 2a - m <= 0 < S``).
 
     Lower: the single term ``a = floor(m/2)``, ``S = 1`` (exact log-binomials). Upper: with ``u = -r >= 0``,
@@ -297,8 +350,8 @@ def cw_barrier_offset_interval(beta: float, N: int, m: int, w: float) -> tuple[f
 
     Exact reduction: with ``h^+-`` the per-configuration mode weights of a visible block and ``c0 = min(w, 1-w)``,
     ``h^+ h^- / (w h^+ + (1-w) h^-)`` lies in ``[min(h^+,h^-), min(h^+,h^-)/c0]``; the hidden sum is
-    non-decreasing in the number of visible plus-ones, so ``U = w(1-w) (2/Z) K theta'`` with
-    ``theta' in [1, 2/c0]``, ``K`` the wedge sum of :func:`cw_log_wedge_bounds`, ``Z`` the normaliser of
+    non-decreasing in the number of visible plus-ones, so ``U = w(1-w) (2/Z) Z_W theta'`` with
+    ``theta' in [1, 2/c0]``, ``Z_W`` the wedge sum of :func:`cw_log_wedge_bounds`, ``Z`` the normaliser of
     :func:`cw_log_partition_bounds`. With ``phi* = Delta F + log 2``:
     ``lo = Z_lo - K_hi - log 4 - log(w(1-w)) + log c0``, ``hi = Z_hi - K_lo - log 2 - log(w(1-w))``, each widened
     by :func:`log_roundoff_bound`. ``Delta F`` enters only through ``N Delta F``, which the caller subtracts;
@@ -396,7 +449,7 @@ def log_curvature_at_truth(log_u, w: float):
 # --------------------------------------------------------------------------
 #
 # Without the conditioning on S > 0, the visible block of law P is i.i.d. under each mode and
-#   U^nu_m = (1 - theta^2)^{m/2} E_{K ~ Bin(m, 1/2)} h(K - m/2),
+#   U^nu_m = (1 - theta^2)^{m/2} E_{a ~ Bin(m, 1/2)} h(a - m/2),
 #   h(j) = w(1-w) / (w e^{j L0} + (1-w) e^{-j L0}),
 # so log U^nu_m = -r_* m - 1/2 log m + 1/2 log(2/pi) + log H0(m mod 2) + Z_m with
 # H0(parity) = sum_{j in Z + parity/2} h(j). The functions below bound the remainder Z_m and the
@@ -414,7 +467,7 @@ def _h_terms(theta: float, w: float, j: np.ndarray) -> np.ndarray:
 
 
 def product_h_sum(theta: float, w: float, parity: int) -> float:
-    """``H0 = sum_{j in Z + parity/2} h(j)``: the limit of ``sqrt(pi m / 2) E h(K - m/2)`` for ``m`` of that parity.
+    """``H0 = sum_{j in Z + parity/2} h(j)``: the limit of ``sqrt(pi m / 2) E h(a - m/2)`` for ``m`` of that parity.
 
     ``h`` decays like ``e^{-|j| L0}``; the sum is truncated where the terms fall below ``1e-300``.
     """
@@ -428,11 +481,11 @@ def product_h_sum(theta: float, w: float, parity: int) -> float:
 
 
 def _central_and_ratio_exponent(m: int) -> tuple[float, float, np.ndarray, np.ndarray]:
-    """Bounds on ``sqrt(m) P(K = mode)`` and, for each ``j``, ``e_j`` with ``R(j) >= e^{-e_j}`` (``R <= 1``).
+    """Bounds on ``sqrt(m) P(a = mode)`` and, for each ``j``, ``e_j`` with ``R(j) >= e^{-e_j}`` (``R <= 1``).
 
     ``m = 2n``: ``1/sqrt(pi(n+1/2)) <= C(2n,n)/4^n <= 1/sqrt(pi(n+1/4))`` and, for ``|j| <= n``,
-    ``R(j) = P(K = n+j)/P(K = n) >= exp(-j^2/(n-|j|+1))`` (each factor ``(n-l)/(n+l+1) = 1 - x``
-    with ``-log(1-x) <= x/(1-x)``). ``m = 2n+1``: ``P(K = n) = C(2n,n)/4^n (2n+1)/(2n+2)`` and, for
+    ``R(j) = P(a = n+j)/P(a = n) >= exp(-j^2/(n-|j|+1))`` (each factor ``(n-l)/(n+l+1) = 1 - x``
+    with ``-log(1-x) <= x/(1-x)``). ``m = 2n+1``: ``P(a = n) = C(2n,n)/4^n (2n+1)/(2n+2)`` and, for
     ``j = +-(i + 1/2)``, ``R >= exp(-i(i+1)/(n+1-i))``.
     """
     n = m // 2
@@ -455,7 +508,7 @@ def product_unconditioned_remainder(theta: float, w: float, m: int) -> tuple[flo
     ``log U^nu_m = -r_* m - 1/2 log m + 1/2 log(2/pi) + log H0(m mod 2) + Z_m``.
 
     ``U^nu_m`` is law P's residual uncertainty at ``m`` visible coordinates without the conditioning
-    on ``S > 0``. From ``U^nu_m = (1-theta^2)^{m/2} P(K=mode) sum_j h(j) R(j)`` with the bounds of
+    on ``S > 0``. From ``U^nu_m = (1-theta^2)^{m/2} P(a=mode) sum_j h(j) R(j)`` with the bounds of
     :func:`_central_and_ratio_exponent` and ``0 <= R <= 1``; ``lo`` and ``hi`` are ``O(1/m)``:
     the next term of the expansion in {prf:ref}`cor-masked-at-exponential`, bounded a priori.
     """
@@ -539,7 +592,7 @@ def _log_uniform_sum_bounds(theta: float, w: float, N: int, M: int) -> tuple[flo
     ``sum_{m > M} U_{N,m} / (w(1-w))``."""
     lo = min(product_conditioning_bounds(theta, w, N, m)[0] for m in range(1, M + 1))
     hi = product_conditioning_bounds(theta, w, N, 1)[1]
-    # U_{N,m} <= U^nu_m / Z_+ <= (1 - theta^2)^{m/2} P(K = mode) H0 / Z_+ and P(K = mode) <= 1
+    # U_{N,m} <= U^nu_m / Z_+ <= (1 - theta^2)^{m/2} P(a = mode) H0 / Z_+ and P(a = mode) <= 1
     H = max(product_h_sum(theta, w, 0), product_h_sum(theta, w, 1))
     q = math.sqrt(1.0 - theta**2)
     tail = math.exp(hi) * H / (w * (1.0 - w)) * q ** (M + 1) / (1.0 - q)

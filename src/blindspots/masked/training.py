@@ -163,6 +163,8 @@ def halving_time_interval(w: float, delta0: float, eta: float, u_eff, side: floa
     multiplies ``t`` by ``1 - eta kappa``; ``-log(1 - y)`` lies in ``[y, y / (1 - y)]``. Over the window
     ``|t| <= 2 |t_a|`` (a step at most halves ``t`` while ``eta kappa <= 1/2``) the log-interpolated time from
     ``t_a`` to ``t_b`` lies in ``[L (1 - y+)/y+, L / y-]`` with ``L = log(t_a / t_b)``, ``y+- = eta U phi_+-``.
+    (The book writes ``delta0`` as ``Delta lambda_0``, ``kappa`` as ``bar kappa``, ``phi_+-`` as ``psi_+-`` and
+    ``y+-`` as ``k_+-``, and spells ``L`` out.)
     Implements the bound of {prf:ref}`prop-masked-gd-half-time`.
     """
     w = float(check_unit("w", w))
@@ -420,7 +422,8 @@ def excess_loss_moments(law: Law, N: int, schedule: Schedule, w: float, lam: flo
     Given ``x_V`` (posterior ``omega``, witness posterior ``omega_lam``, ``logit omega_lam = logit omega + t``),
     ``X = A = log(omega/omega_lam)`` with probability ``omega`` and ``X = B = log((1-omega)/(1-omega_lam))``
     otherwise, so ``E[X | x_V] = omega A + (1-omega) B = kl(omega || omega_lam)`` and
-    ``E[X^2 | x_V] = omega A^2 + (1-omega) B^2``. The second moment is summed in the log domain.
+    ``E[X^2 | x_V] = omega A^2 + (1-omega) B^2`` (the book writes ``A``, ``B`` as ``X_+``, ``X_-``). The second
+    moment is summed in the log domain.
     Implements {prf:ref}`prop-masked-detection-cost`.
     """
     w = float(check_unit("w", w))

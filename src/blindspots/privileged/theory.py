@@ -127,9 +127,10 @@ def posterior_from_class_stats(prior: GaussianAnomalyPrior, counts: np.ndarray, 
     per-class centred sums of squares. A point of scale ``c`` has weight ``w = 1/c``::
 
         k_n = k0 + sum w,  m_n = (k0 m0 + sum w x) / k_n,  a_n = a0 + n / 2,
-        b_n = b0 + (1/2) [sum w (x - xbar_w)^2 + k0 W / k_n (xbar_w - m0)^2],
+        b_n = b0 + (1/2) [sum w (x - xbar_w)^2 + k0 Lambda / k_n (xbar_w - m0)^2],
 
-    with ``W = sum w`` and ``xbar_w`` the weighted mean (centred sums avoid cancellation).
+    with ``Lambda = sum w`` (the total precision weight) and ``xbar_w`` the weighted mean (centred sums avoid
+    cancellation).
     """
     w = 1.0 / prior.scales  # (2,)
     cw = counts * w  # (tasks, 2)

@@ -246,10 +246,11 @@ def binomial_se(n_test: int, p: float = 0.5) -> float:
 
 
 def chance_tolerance(accuracies, n_test: int, z: float = 3.0) -> float:
-    """``z sqrt(se_b^2 + s^2 / n)``: how far the mean over ``n`` seeds of a model at chance may lie from 1/2.
+    """``z sqrt(se_b^2 + sd_seed^2 / n_seeds)``: how far the mean over ``n_seeds`` seeds of a model at chance may
+    lie from 1/2.
 
     Every seed is scored on the same test set, so its binomial error ``se_b`` (:func:`binomial_se`)
-    is shared by all seeds and does not shrink with ``n``; the seed-to-seed spread ``s`` (sample
+    is shared by all seeds and does not shrink with ``n_seeds``; the seed-to-seed spread ``sd_seed`` (sample
     standard deviation) does.
     """
     a = np.asarray(accuracies, dtype=float)

@@ -15,7 +15,8 @@ def distance_matrix(n: int, device=None) -> torch.Tensor:
 
 
 def local_mass(probs: torch.Tensor, k: int) -> float:
-    """Mean over queries (and batch, heads) of the attention mass on keys with ``|i - j| <= k``.
+    """Mean over queries (and batch, heads) of the attention mass on keys with ``|i - j| <= k``: the local mass
+    ``M_k(A)`` of {prf:ref}`def-sp-proximity`.
 
     Uniform attention over ``n`` keys gives about ``(2k + 1) / n``.
     """
@@ -33,7 +34,7 @@ def uniform_local_mass(n: int, k: int) -> float:
 
 @functools.lru_cache(maxsize=8)
 def _offset_normal_pinv(n: int) -> torch.Tensor:
-    """Pseudo-inverse of the normal matrix of the fit ``S_ij = a_i + t_{i-j}`` (size ``3n - 1``)."""
+    """Pseudo-inverse of the normal matrix of the fit ``S_ij = a_i + b_{i-j}`` (size ``3n - 1``)."""
     i = torch.arange(n)
     offset = i[:, None] - i[None, :] + n - 1
     normal = torch.zeros(3 * n - 1, 3 * n - 1, dtype=torch.float64)
@@ -50,7 +51,7 @@ def toeplitz_score(scores: torch.Tensor) -> float:
     """Fraction of the variance of the scores explained by the offset ``i - j``.
 
     Softmax ignores a constant per row, so the scores are fitted by least
-    squares as ``S_ij = a_i + t_{i-j}`` (a row constant plus a function of the
+    squares as ``S_ij = a_i + b_{i-j}`` (a row constant plus a function of the
     offset) and the score is ``1 - ||residual||^2 / ||S - rowmean(S)||^2``. It is 1
     when the attention depends on relative positions only (absolute positions
     cancelled) and about ``2/n`` for unstructured scores. Computed per matrix

@@ -1,7 +1,7 @@
 """The synthetic length-100 task: a noisy random walk on Z_4 labelled by its net direction.
 
-A sequence is a walk ``x_t = x_0 + s_1 + ... + s_t (mod 4)`` with steps
-``s_t in {-1, 0, +1}``: 0 with the sequence's stickiness, otherwise +1 or -1 with
+A sequence is a walk ``z_{t+1} = z_t + Delta z_t (mod 4)`` with steps
+``Delta z_t in {-1, 0, +1}``: 0 with the sequence's stickiness, otherwise +1 or -1 with
 a drift drawn symmetrically around zero. Each observed token is replaced by a
 noise token with probability ``noise_prob`` (the walk continues underneath).
 The label is whether the walk took more +1 steps than -1 steps; ties are
