@@ -66,3 +66,19 @@ def test_unknown_chapter_is_refused_by_name(tmp_path, monkeypatch):
     monkeypatch.setattr(fullscale.runtime, "repo_root", lambda: tmp_path)
     with pytest.raises(SystemExit):
         fullscale.main(["demo/99_missing"])
+
+
+def test_committed_full_scale_runs_are_excluded_from_execution_and_chapters_are_not():
+    # myst-nb skips a notebook when PurePosixPath(absolute path).match(pattern) for a pattern of
+    # execute.exclude_patterns; "results/*" never matched results/full/<part>/<chapter>.ipynb, so
+    # `make book` re-ran every full-scale appendix page at full scale.
+    from pathlib import Path, PurePosixPath
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    patterns = yaml.safe_load((root / "_config.yml").read_text())["execute"]["exclude_patterns"]
+    excluded = lambda p: any(PurePosixPath(p.resolve().as_posix()).match(pat) for pat in patterns)  # noqa: E731
+    full = sorted((root / "results" / "full").glob("*/*.ipynb"))
+    assert full and all(excluded(p) for p in full)
+    assert not any(excluded(p) for p in (root / "notebooks").glob("*/*.ipynb"))
