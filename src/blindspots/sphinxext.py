@@ -483,12 +483,14 @@ def mark_claims(doctree, known: list[str] | None = None, failed_records: list[st
             if cid not in anchored:
                 anchored[cid] = claim_anchor(cid)
                 block["ids"].append(anchored[cid])
+    # (first two words of each row of run.report()'s table) per block, split once for every claim
+    table_rows = [{tuple(r[:2]) for line in b.astext().splitlines() if len(r := line.split()) > 1 and r[1] in KINDS}
+                  for b in blocks]
     for cid in known or []:
         if cid in anchored:
             continue
-        for block in blocks:
-            rows = [line.split() for line in block.astext().splitlines()]
-            if any(len(r) > 1 and r[0] == cid[:44] and r[1] in KINDS for r in rows):
+        for block, rows in zip(blocks, table_rows):
+            if any(head == cid[:44] for head, _ in rows):
                 anchored[cid] = claim_anchor(cid)
                 block["ids"].append(anchored[cid])
                 break
