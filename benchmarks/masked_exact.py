@@ -6,12 +6,13 @@ Prints, measured in this one run:
   states at N = 13, 15, 17 (one full profile each, as a ratio);
 * seconds and peak memory of one COLD full profile (every m on the dyadic grid
   plus N/4, N/2, 3N/4; 201 values of lambda; and U) at N = 1023, 4095, 16383,
-  65535, for each law.
+  65535, 262143 and 1048575 = 2^20 - 1, for each law, with the ratio of its time to
+  the previous size's (N grows 4x per row).
 
 Each cold profile runs in a fresh subprocess so that peak memory (ru_maxrss)
 and caches belong to that profile alone. Usage::
 
-    .venv/bin/python benchmarks/masked_exact.py [--max-N 65535]
+    .venv/bin/python benchmarks/masked_exact.py [--max-N 1048575]
 """
 
 from __future__ import annotations
@@ -68,21 +69,25 @@ def brute_vs_engine(N: int) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--max-N", type=int, default=65535)
+    ap.add_argument("--max-N", type=int, default=1048575)
     args = ap.parse_args()
     print("Engine vs brute force (law P, theta=0.6, all m, 5 lambdas; one visible set per m)")
     for N in (13, 15, 17):  # noqa: B007
         brute, eng = brute_vs_engine(N)
         print(f"  N={N:2d}: brute force {brute:8.3f} s, engine {eng:.4f} s, ratio {brute / eng:8.0f}x")
-    print("Cold full profile (dyadic m + N/4, N/2, 3N/4; 201 lambdas; U), fresh process each")
-    for N in (1023, 4095, 16383, 65535):
+    print("Cold full profile (dyadic m + N/4, N/2, 3N/4; 201 lambdas; U), fresh process each;")
+    print("'x prev': the time over the previous N's (N grows 4x per row)")
+    prev: dict[str, float] = {}
+    for N in (1023, 4095, 16383, 65535, 262143, 1048575):
         if N > args.max_N:
             continue
         for law in ("P", "C"):
             out = subprocess.run([sys.executable, "-c", _CHILD, law, str(N)], capture_output=True,
                                  text=True, check=True)
             rec = json.loads(out.stdout.strip().splitlines()[-1])
-            print(f"  law {law}, N={N:5d}: {rec['seconds']:8.3f} s, peak RSS {rec['peak_MiB']:7.0f} MiB "
+            step = f"{rec['seconds'] / prev[law]:5.1f}" if law in prev else "    -"
+            prev[law] = rec["seconds"]
+            print(f"  law {law}, N={N:7d}: {rec['seconds']:8.3f} s (x prev {step}), peak RSS {rec['peak_MiB']:6.0f} MiB "
                   f"(after imports {rec['import_MiB']:.0f} MiB), {rec['n_m']} visible sizes, "
                   f"smallest D = exp({rec['min_logD']:.0f})")
 

@@ -71,6 +71,34 @@ def test_fast_path_agrees_with_direct_summation_at_large_N(law):
                                    rtol=0, atol=1e-8)
 
 
+@pytest.mark.parametrize("law", [CurieWeissLaw(1.5), CurieWeissLaw(0.5), CurieWeissLaw(3.0)], ids=str)
+@pytest.mark.parametrize("start", [1, exact.WINDOW_START])
+def test_certified_window_gives_the_sums_of_the_full_table(law, start, monkeypatch):
+    # start=1 makes the window double many times before it is certified
+    monkeypatch.setattr(exact, "WINDOW_START", start)
+    exact.clear_cache()
+    N, lams = 2047, np.array([0.05, 0.3, 0.5001, 0.95])
+    for w in (0.5, 0.9, 0.01):
+        for m in (200, N // 2, N // 2 + 1, 1500, N - 1):
+            full = exact.posterior_table(law, N, m, w)
+            part = exact._table_for_sums(law, N, m, w, "auto", exact._spread(lams, w))
+            assert part.r.size <= full.r.size
+            np.testing.assert_allclose(exact.log_masked_discrepancy(law, N, m, w, lams),
+                                       exact._log_D_from_table(full, lams, prune=False), rtol=0, atol=1e-9)
+            assert abs(exact.log_residual_uncertainty(law, N, m, w)
+                       - exact._lse(full.log_prob + full.log_s)) < 1e-9
+    exact.clear_cache()
+
+
+def test_certified_window_is_narrow_where_the_mode_is_pinned():
+    # the reason Curie-Weiss reaches N = 2^20 - 1: a few hundred classes carry U, not m + 1
+    law, N = CurieWeissLaw(1.5), 65535
+    for m in (N // 4, N // 2, 3 * N // 4):
+        tab = exact._table_for_sums(law, N, m, 0.9, "auto", 0.0)
+        assert tab.r.size < m / 5
+        assert np.all(np.abs(tab.r) <= tab.r.size)  # centred on r = 0
+
+
 def test_pruned_curie_weiss_path_agrees_with_binomial_tails_for_law_p():
     law, N = ProductLaw(0.6), 1023
     for m in (3, 255, 700):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from blindspots.masked import exact
-from blindspots.masked.laws import ProductLaw
+from blindspots.masked.laws import CurieWeissLaw, ProductLaw
 from blindspots.masked.schedules import (FixedFraction, Mixture, PointMass, TwoPoint, UniformRatio,
                                          full_mask_mass, min_visible, schedule_discrepancy,
                                          schedule_residual_uncertainty)
@@ -55,3 +55,26 @@ def test_schedule_discrepancy_is_mixture_of_point_discrepancies():
     np.testing.assert_allclose(schedule_discrepancy(law, N, sched, w, lam), want, rtol=1e-13)
     u = 0.9 * exact.residual_uncertainty(law, N, 31, w) + 0.1 * exact.residual_uncertainty(law, N, 2, w)
     assert abs(schedule_residual_uncertainty(law, N, sched, w) - u) <= 1e-13 * u
+
+
+def test_monotone_bracket_contains_the_exact_schedule_average():
+    from blindspots.masked.schedules import log_schedule_discrepancy, log_schedule_discrepancy_bracket
+    law, N, w, lams = CurieWeissLaw(1.5), 255, 0.9, np.array([0.1, 0.5, 0.95])
+    sched = UniformRatio()
+    exact_avg = log_schedule_discrepancy(law, N, sched, w, lams)
+    coarse = exact.discrepancy_profile(law, N, [0, 1, 2, 4, 8, 16, 64, 128, 200], w, lams)
+    lo, hi = log_schedule_discrepancy_bracket(sched, coarse)
+    assert np.all(lo <= exact_avg + 1e-12) and np.all(exact_avg <= hi + 1e-12)
+    assert np.all(hi - lo > 1e-3)  # a coarse grid leaves a real bracket
+    lo, hi = log_schedule_discrepancy_bracket(sched, exact.discrepancy_profile(law, N, np.arange(N + 1), w, lams))
+    np.testing.assert_allclose(lo, exact_avg, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(hi, exact_avg, rtol=0, atol=1e-12)
+
+
+def test_monotone_bracket_needs_the_full_mask_size():
+    from blindspots.masked.schedules import log_schedule_discrepancy_bracket
+    prof = exact.discrepancy_profile(ProductLaw(0.6), 63, [1, 2, 4], 0.5, 0.3)
+    with pytest.raises(ValueError, match="include 0"):
+        log_schedule_discrepancy_bracket(UniformRatio(), prof)
+    with pytest.raises(ValueError, match="profile must be"):
+        log_schedule_discrepancy_bracket(UniformRatio(), None)

@@ -92,6 +92,10 @@ MUTANTS += [
                          f"lambda theta: _orig(theta) * (1.1 if theta == {t} else 1.0)"))
       for t in ("0.6", "0.8")],
     # cw-barrier-rate is a sanity record (no a-priori bound on the finite-size correction of the barrier rate).
+    Mutant("masked-02-window-uncertified", "masked/02_mode_blindness", "cw-window-matches-full-table",
+           "the Curie-Weiss window of classes is never widened: the classes left out are taken to weigh nothing",
+           patch="import math as _math\nimport blindspots.masked.exact as _e\n"
+                 "_e._log_left_out_bound = lambda lo, lb, lh: -_math.inf\n"),
     Mutant("masked-02-barrier", "masked/02_mode_blindness", "cw-barrier-sandwich",
            "Curie-Weiss free-energy barrier Delta F 15 % too large (the sandwich claim comes before the sanity slope record)",
            patch=_wrap("blindspots.masked.theory", "cw_barrier", "lambda beta: 1.15 * _orig(beta)")),

@@ -9,7 +9,7 @@ _GROUPS = (
     ("schedules", "masked/04-05", "mask schedules and their averages",
      ("Schedule", "PointMass", "TwoPoint", "Mixture", "FixedFraction", "UniformRatio", "full_mask_mass",
       "min_visible", "schedule_discrepancy", "log_schedule_discrepancy", "schedule_residual_uncertainty",
-      "log_schedule_residual_uncertainty")),
+      "log_schedule_residual_uncertainty", "log_schedule_discrepancy_bracket")),
     ("enumeration", "masked/01-03", "brute-force references over all 2^N states (small N)",
      ("states", "mixture_table", "witness_table", "mode_tables", "visible_sets", "masked_discrepancy_joint",
       "kl_joint", "total_variation")),

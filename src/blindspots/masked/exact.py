@@ -27,6 +27,11 @@ How the engine is exact and fast
     the dropped mass is below ``e^-40`` relative. Memory is ``O(N)`` per block;
     no ``N x N`` table is ever formed.
 
+* For ``U`` and ``D`` of Curie-Weiss only the classes near ``a = m/2`` are summed (a window that widens
+  until the classes left out are certified below ``e^-40`` relative, by the monotonicity of ``h^+`` in
+  ``a``; see ``_window_table``): a few hundred to a few thousand rows instead of ``m + 1``, which takes a
+  full profile at ``N = 2^20 - 1`` to seconds. ``posterior_table`` still returns every class.
+
 * The sum over ``a`` for ``D`` is pruned the same way (terms more than ~45 nats
   below the largest are dropped, with the spread of ``g`` accounted for).
 
@@ -142,8 +147,23 @@ def _row_lse(G: np.ndarray) -> np.ndarray:
         return np.where(fin, mx + np.log(G.sum(axis=1)), -np.inf)
 
 
+def _monotone_weight(law: Law, N: int) -> bool:
+    """``log F`` is ``-inf`` on a prefix and non-decreasing after it (the pruning certificates need it)."""
+    lF = _log_weight(law, N)
+    finite = np.isfinite(lF)
+    first = int(np.argmax(finite)) if np.any(finite) else N + 1
+    return bool(np.all(finite[first:]) and not np.any(np.diff(lF[first:]) < 0))
+
+
 def _log_h_pruned(law: Law, N: int, m: int) -> np.ndarray:
-    """Summation over the total plus-count ``n+`` with certified block pruning.
+    """Summation over the total plus-count ``n+`` with certified block pruning, all rows ``a = 0..m``."""
+    if not _monotone_weight(law, N):
+        return _log_h_direct(law, N, m)
+    return _log_h_rows(law, N, m, 0, m)
+
+
+def _log_h_rows(law: Law, N: int, m: int, r0: int, r1: int) -> np.ndarray:
+    """``log h^+(a)`` for ``a = r0..r1`` by summation over ``n+`` with certified block pruning.
 
     ``G(a, n+) = log C(n, n+ - a) + log F(n+)`` (``n = N - m`` hidden coordinates). For a block ``a0..a1``:
     lower bound of every row ``M0 = max_{n+} G(a0, n+)`` (``log F`` is
@@ -151,43 +171,40 @@ def _log_h_pruned(law: Law, N: int, m: int) -> np.ndarray:
     upper bound per column ``UB(n+) = log F(n+) + max_{a in block} log C(n, n+ - a)``
     (``log C(n, .)`` is unimodal at ``n // 2``). Only the hull of the columns with
     ``UB(n+) >= M0 - PRUNE_NATS - log(N+1)`` is summed: the dropped terms weigh
-    less than ``e^-PRUNE_NATS`` relative. Memory is O(block x kept columns).
+    less than ``e^-PRUNE_NATS`` relative. Memory is O(block x kept columns). Needs
+    :func:`_monotone_weight`.
     """
     n = N - m
     lC = _log_binom_row(N, n)
     lF = _log_weight(law, N)
-    finite = np.isfinite(lF)
-    if np.any(np.diff(lF[finite]) < 0):  # pruning certificate needs monotone F
-        return _log_h_direct(law, N, m)
     margin = PRUNE_NATS + math.log(N + 1.0)
-    t_all = np.arange(N + 1)
     block = max(16, int(math.sqrt(N)))
-    out = np.empty(m + 1)
+    out = np.empty(r1 - r0 + 1)
     jmode = n // 2
     # lC padded with -inf so that j = t - a may run over [-(m+1), N]
     pad = m + 1
     lCp = np.full(pad + N + 2, -np.inf)
     lCp[pad:pad + n + 1] = lC
-    for a0 in range(0, m + 1, block):
-        a1 = min(m, a0 + block - 1)
+    for a0 in range(r0, r1 + 1, block):
+        a1 = min(r1, a0 + block - 1)
         M0 = np.max(lC + lF[a0:a0 + n + 1])
-        lo = np.maximum(t_all - a1, 0)
-        hi = np.minimum(t_all - a0, n)
+        t_blk = np.arange(a0, a1 + n + 1)  # the columns some row of the block reaches
+        lo = np.maximum(t_blk - a1, 0)
+        hi = np.minimum(t_blk - a0, n)
         jstar = np.minimum(np.maximum(jmode, lo), hi)
-        UB = lC[np.minimum(np.maximum(jstar, 0), n)] + lF
-        UB[lo > hi] = -np.inf
+        UB = lC[jstar] + lF[a0:a1 + n + 1]
         thr = M0 - margin if np.isfinite(M0) else -np.inf
         keep = np.flatnonzero(UB >= thr) if np.isfinite(thr) else np.flatnonzero(np.isfinite(UB))
         if keep.size == 0:
-            out[a0:a1 + 1] = -np.inf
+            out[a0 - r0:a1 - r0 + 1] = -np.inf
             continue
-        tl, th = int(keep[0]), int(keep[-1])
+        tl, th = a0 + int(keep[0]), a0 + int(keep[-1])
         width = th - tl + 1
         # rows a = a0..a1 of lC[t - a], t = tl..th, as a strided (Hankel) view
         win = np.lib.stride_tricks.sliding_window_view(lCp, width)
         rows = win[pad + tl - a1: pad + tl - a0 + 1][::-1]
         G = rows + lF[tl:th + 1][None, :]
-        out[a0:a1 + 1] = _row_lse(G)
+        out[a0 - r0:a1 - r0 + 1] = _row_lse(G)
     return out - _log_Z(law, N)
 
 
@@ -239,7 +256,7 @@ def log_mode_weights(law: Law, N: int, m: int, method: str = "auto") -> np.ndarr
 
 def clear_cache() -> None:
     """Forget every cached table (for cold timings)."""
-    for f in (_log_h_cached, _log_Z, _log_weight, _log_factorials):
+    for f in (_log_h_cached, _window_table, _log_Z, _log_weight, _log_factorials):
         f.cache_clear()
 
 
@@ -338,6 +355,83 @@ def posterior_table(law: Law, N: int, m: int, w: float, method: str = "auto") ->
     # (about eps * |log Z|, i.e. 1e-13 relative at N = 1023 for Curie-Weiss).
     log_prob = log_prob - _lse(log_prob)
     return PosteriorTable(N=N, m=m, w=w, r=(2 * a - m)[keep], log_prob=log_prob, logit=ell[keep])
+
+
+#: Half-width (rows each side of m/2) of the first window of :func:`_window_table`; it doubles until certified.
+WINDOW_START = 64
+
+
+def _log_left_out_bound(lo: int, log_binom_before: float, log_h_lo: float) -> float:
+    """``log[lo C(m, lo-1) h(lo)]``: what the classes outside ``lo..m-lo`` weigh at most (:func:`_window_table`)."""
+    return math.log(lo) + log_binom_before + log_h_lo
+
+
+@lru_cache(maxsize=256)
+def _window_table(law: Law, N: int, m: int, w: float, spread: float) -> PosteriorTable:
+    """The classes that carry ``U_{N,m}`` and ``D_{N,m}`` (within ``e^-PRUNE_NATS`` relative), for laws
+    without binomial tails (Curie-Weiss), at a cost independent of ``m`` once the window is certified.
+
+    Both sums weigh each class by ``P(a) beta (1 - beta) = w (1-w) C(m,a) h(a) h(m-a) / mix(a)``, and
+    ``D`` by a factor ``g`` whose log varies by at most ``spread`` over the table (see
+    :func:`_log_D_from_table`). Only the rows ``a = lo..m-lo`` around ``m/2`` are computed; ``lo`` halves
+    its distance to 0 until the rows left out are certified negligible:
+
+    * ``h = h^+`` is non-decreasing in ``a`` (``log F`` is, see :func:`_monotone_weight`), and
+      ``C(m, a)`` increases up to ``m/2``;
+    * a class ``a < lo`` weighs at most ``w C(m,a) h(a) <= w C(m, lo-1) h(lo)`` (its ``h(a) <= h(m-a)``),
+      one ``a > m - lo`` at most ``(1-w) C(m, lo-1) h(lo)``; so all of them together weigh at most
+      ``lo C(m, lo-1) h(lo)``, and they are dropped once that is ``PRUNE_NATS + spread + 1`` nats below the
+      largest class kept.
+
+    ``log_prob`` is exact (not renormalised: the table is partial).
+    """
+    c = m // 2
+    half = min(c, WINDOW_START)
+    rows = np.empty(0)
+    lo_done = None
+    lC = _log_binom_row(N, m)
+    lw, l1w = math.log(w), math.log1p(-w)
+    while True:
+        lo = c - half
+        hi = m - lo
+        if lo_done is None:
+            rows = _log_h_rows(law, N, m, lo, hi)
+        else:  # extend the window on both sides, keep the rows already summed
+            left = _log_h_rows(law, N, m, lo, lo_done - 1)
+            right = _log_h_rows(law, N, m, m - lo_done + 1, hi)
+            rows = np.concatenate([left, rows, right])
+        lo_done = lo
+        lh, lhm = rows, rows[::-1]
+        lmix = np.logaddexp(lw + lh, l1w + lhm)
+        with np.errstate(invalid="ignore"):
+            ell = (lw - l1w) + lh - lhm
+        log_prob = lC[lo:hi + 1] + lmix
+        if lo == 0:
+            break
+        with np.errstate(invalid="ignore"):
+            carried = log_prob - _softplus(ell) - _softplus(-ell)
+        top = np.max(carried[np.isfinite(carried)], initial=-np.inf)
+        left_out = _log_left_out_bound(lo, lC[lo - 1], lh[0])
+        if left_out <= top - (PRUNE_NATS + spread + 1.0):
+            break
+        half = min(c, 2 * half)
+    a = np.arange(lo, hi + 1)
+    keep = np.isfinite(log_prob)
+    return PosteriorTable(N=N, m=m, w=w, r=(2 * a - m)[keep], log_prob=log_prob[keep], logit=ell[keep])
+
+
+def _table_for_sums(law: Law, N: int, m: int, w: float, method: str, spread: float) -> PosteriorTable:
+    """The table that ``U`` and ``D`` sum over: all classes, or for Curie-Weiss (``auto``, ``pruned``) the
+    certified window of :func:`_window_table` (same sums to ``e^-PRUNE_NATS`` relative)."""
+    law = _check_law(law)
+    N = check_N(N)
+    m = check_m(m, N)
+    w = float(check_unit("w", w))
+    method = _check_method(method)
+    windowed = (method == "pruned" or (method == "auto" and not isinstance(law, ProductLaw)))
+    if windowed and m + 1 > 2 * WINDOW_START + 1 and _monotone_weight(law, N):
+        return _window_table(law, N, m, w, float(spread))
+    return posterior_table(law, N, m, w, method)
 
 
 # --------------------------------------------------------------------------
@@ -487,6 +581,13 @@ def _log_D_from_table(tab: PosteriorTable, lam: np.ndarray, prune: bool) -> np.n
     return out
 
 
+def _spread(lams: np.ndarray, w: float) -> float:
+    """``max |logit lam - logit w|``: the range of ``log g`` over a table (see :func:`_log_D_from_table`)."""
+    d = np.abs(_logit_shift(np.asarray(lams, dtype=float), w))
+    d = d[np.isfinite(d)]
+    return float(d.max()) if d.size else 0.0
+
+
 def _lam_out(lam, values):
     if np.ndim(lam) == 0:
         return float(values[0])
@@ -505,9 +606,10 @@ def log_masked_discrepancy(law: Law, N: int, m: int, w: float, lam, method: str 
 
     Implements {prf:ref}`thm-masked-info-decomposition`.
     """
-    lam_c = check_unit("lam", lam)
-    tab = posterior_table(law, N, m, w, method)
-    vals = _log_D_from_table(tab, np.ravel(lam_c), prune=(method != "direct"))
+    lam_c = np.ravel(check_unit("lam", lam))
+    w = check_unit("w", w)
+    tab = _table_for_sums(law, N, m, w, method, _spread(lam_c, w))
+    vals = _log_D_from_table(tab, lam_c, prune=(method != "direct"))
     return _lam_out(lam, vals)
 
 
@@ -522,7 +624,7 @@ def masked_discrepancy(law: Law, N: int, m: int, w: float, lam, method: str = "a
 
 def log_residual_uncertainty(law: Law, N: int, m: int, w: float, method: str = "auto") -> float:
     """``log U_{N,m}`` with ``U = E[omega_V (1 - omega_V)]`` (MMSE of the mode given x_V)."""
-    tab = posterior_table(law, N, m, w, method)
+    tab = _table_for_sums(law, N, m, w, method, 0.0)
     return float(_lse(tab.log_prob + tab.log_s))
 
 
@@ -570,8 +672,9 @@ def discrepancy_profile(law: Law, N: int, ms, w: float, lams, method: str = "aut
     lams = np.atleast_1d(np.asarray(check_unit("lam", lams), dtype=float))
     logD = np.empty((ms.size, lams.size))
     logU = np.empty(ms.size)
+    spread = _spread(lams, check_unit("w", w))
     for i, m in enumerate(ms):
-        tab = posterior_table(law, N, int(m), w, method)
+        tab = _table_for_sums(law, N, int(m), w, method, spread)
         logD[i] = _log_D_from_table(tab, lams, prune=(method != "direct"))
         logU[i] = _lse(tab.log_prob + tab.log_s)
     return Profile(law=law, N=N, w=float(w), ms=ms, lams=lams, log_D=logD, log_U=logU)

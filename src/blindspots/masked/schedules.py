@@ -19,7 +19,8 @@ from .laws import Law, check_N
 
 __all__ = ["Schedule", "PointMass", "Mixture", "TwoPoint", "FixedFraction", "UniformRatio",
            "schedule_discrepancy", "log_schedule_discrepancy", "schedule_residual_uncertainty",
-           "log_schedule_residual_uncertainty", "full_mask_mass", "min_visible"]
+           "log_schedule_residual_uncertainty", "log_schedule_discrepancy_bracket", "full_mask_mass",
+           "min_visible"]
 
 _MASS_TOL = 1e-12
 
@@ -198,3 +199,37 @@ def schedule_residual_uncertainty(law: Law, N: int, schedule: Schedule, w: float
                                   method: str = "auto") -> float:
     """``U_mu = E_{V~mu} E[omega_V (1 - omega_V)]``."""
     return float(np.exp(log_schedule_residual_uncertainty(law, N, schedule, w, method)))
+
+
+def log_schedule_discrepancy_bracket(schedule: Schedule, profile: "exact.Profile") -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)`` with ``lo <= log D_mu(lam) <= hi`` for each ``lam`` of ``profile``, from ``D_{N,m}`` on the
+    profile's visible sizes only (:func:`exact.discrepancy_profile`).
+
+    ``D_{N,m}`` is non-increasing in ``m`` ({prf:ref}`cor-masked-monotone`), so the schedule mass on
+    ``g_k <= m < g_{k+1}`` (consecutive grid sizes) weighs at least ``D_{N,g_{k+1}}`` and at most
+    ``D_{N,g_k}``. The grid must contain 0 (``D_{N,0} = kl(w || lam)``); ``D_{N,N} = 0`` closes it.
+    With every size of the support on the grid, ``lo = hi = log D_mu``. For schedules whose support is
+    too large to sum exactly (the uniform ratio at ``N ~ 10^6``).
+    """
+    _check_schedule(schedule)
+    if not isinstance(profile, exact.Profile):
+        raise ValueError(f"profile must be an exact.Profile, got {profile!r}")
+    N = profile.N
+    grid = np.asarray(profile.ms, dtype=int)
+    if grid.size == 0 or grid.min() != 0 or np.any(np.diff(grid) <= 0):
+        raise ValueError(f"profile.ms must be increasing and include 0 (the full mask), got {grid!r}")
+    logD = profile.log_D[grid < N]
+    grid = grid[grid < N]
+    logD = np.vstack([logD, np.full((1, logD.shape[1]), -np.inf)])  # D_{N,N} = 0
+    sup, wt = schedule.support(N)
+    k = np.searchsorted(grid, sup, side="right") - 1  # g_k <= m < g_{k+1}
+    on_grid = grid[k] == sup
+    # schedule mass on each grid size exactly, and strictly between it and the next size
+    w_on = np.bincount(k[on_grid], weights=wt[on_grid], minlength=grid.size)
+    w_between = np.bincount(k[~on_grid], weights=wt[~on_grid], minlength=grid.size)
+    with np.errstate(divide="ignore"):
+        l_on, l_between, l_all = np.log(w_on), np.log(w_between), np.log(w_on + w_between)
+    rows = np.arange(grid.size)
+    lo = logsumexp(np.vstack([l_on[:, None] + logD[rows], l_between[:, None] + logD[rows + 1]]), axis=0)
+    hi = logsumexp(l_all[:, None] + logD[rows], axis=0)
+    return lo, hi

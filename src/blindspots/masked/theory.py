@@ -555,12 +555,15 @@ def product_conditioning_bounds(theta: float, w: float, N: int, m: int) -> tuple
 
 
 def log_roundoff_bound(N: int) -> float:
-    """``16 eps N``: a bound on the absolute float64 error of the engine's ``log U`` at size ``N``.
+    """``16 eps (N + log N!)``: a bound on the absolute float64 error of the engine's ``log U`` at size ``N``.
 
-    Its terms are log-binomials and log-weights of magnitude at most ``N log 2`` (plus ``N |log a|``),
-    each a few operations with relative error ``eps``; a log-sum-exp adds ``O(eps)``.
+    Its terms are log-binomials ``log n! - log j! - log (n-j)!``, each within a few ``eps`` of relative error of
+    log-factorials of magnitude at most ``log N!`` (about ``N log N``: the subtraction cancels digits, it does not
+    remove their rounding), and log-weights of magnitude about ``N``; a log-sum-exp adds ``O(eps)``.
     """
-    return 16.0 * float(np.finfo(float).eps) * int(N)
+    from scipy.special import gammaln
+
+    return 16.0 * float(np.finfo(float).eps) * (int(N) + float(gammaln(int(N) + 1.0)))
 
 
 def product_rate_pair_tolerance(theta: float, w: float, rho: float, N1: int, m1: int,
