@@ -241,3 +241,52 @@ for _cid in ("mlp-full-mask-recovers", "tf-recovering-full-mask", "tf-recovering
     MUTANTS.append(Mutant(f"masked-07-{_cid}-swapped", _NB07, _cid,
                           "the recovering arm's per-seed results replaced by the blind model's (a swapped model)",
                           unit=_NEURAL_UNIT + f"test_mutant_recovering_arm_is_the_blind_model_fails[{_cid}]"))
+
+# ---- masked/08_real_text
+_NB08 = "masked/08_real_text"
+MUTANTS += [
+    Mutant("masked-08-ngram-ignores-context", _NB08, "markov-decay-rate",
+           "the n-gram posterior ignores the in-span context: only the unigram table is fitted, so each token is "
+           "scored alone",
+           patch="import blindspots.masked.residual as _r\n_orig = _r.BackoffNgram.fit\n"
+                 "def _fit(self, windows):\n"
+                 "    order = self.order\n    self.order = 1\n    _orig(self, windows)\n    self.order = order\n"
+                 "    return self\n"
+                 "_r.BackoffNgram.fit = _fit\n"),
+    Mutant("masked-08-exact-u-off-by-one", _NB08, "markov-level",
+           "the exact U(k) of the Markov control summed over strings of k + 1 tokens (off by one)",
+           patch="import blindspots.masked.residual as _r\n_orig = _r.markov_exact_uncertainty\n"
+                 "_r.markov_exact_uncertainty = lambda pair, k: _orig(pair, k + 1)\n"),
+    Mutant("masked-08-classifier-label-leak", _NB08, "markov-classifier-upper-side",
+           "label leak: the mode label enters the classifier's features (a mode-specific marker column) for train "
+           "and test windows",
+           patch="import numpy as _np\nimport blindspots.masked.residual as _r\n"
+                 "def _leaky(train, y_train, groups_train, test, y_test, boot, floor, ks, rng, richness='bigram', "
+                 "C=100.0, n_buckets=4096, seed=0):\n"
+                 "    cells = []\n"
+                 "    for k in ks:\n"
+                 "        Xtr = _r.span_features(_r.visible_spans(train, int(k), rng), richness, n_buckets)\n"
+                 "        Xte = _r.span_features(_r.visible_spans(test, int(k), rng), richness, n_buckets)\n"
+                 "        Xtr = _np.hstack([Xtr, _np.asarray(y_train, dtype=_np.float32)[:, None]])\n"
+                 "        Xte = _np.hstack([Xte, _np.asarray(y_test, dtype=_np.float32)[:, None]])\n"
+                 "        m = _r.fit_calibrated_logistic(Xtr, y_train, groups_train, C=C, seed=seed)\n"
+                 "        cells.append(_r.cell_estimate(int(k), 'leak', 'upper', m.predict(Xte), y_test, boot, floor))\n"
+                 "    return cells\n"
+                 "_r.classifier_cells = _leaky\n"),
+    Mutant("masked-08-tokenizer-per-mode", _NB08, "low-k-floor",
+           "label leak through the tokenizer: token ids assigned per corpus (in order of first appearance), so the "
+           "same byte gets a different id in each mode",
+           patch="import numpy as _np\nimport blindspots.masked.corpora as _c\n_orig = _c.document_windows\n"
+                 "def _per_mode(docs, length, per_doc, rng):\n"
+                 "    w, owner = _orig(docs, length, per_doc, rng)\n"
+                 "    values, first = _np.unique(w.ravel(), return_index=True)\n"
+                 "    ids = _np.zeros(256, dtype=_np.uint8)\n"
+                 "    ids[values[_np.argsort(first)]] = _np.arange(values.size)\n"
+                 "    return ids[w], owner\n"
+                 "_c.document_windows = _per_mode\n"),
+    Mutant("masked-08-classifier-ignores-context", _NB08, "decay-code-prose",
+           "the classifier ignores the visible context: its features are all zero, so it predicts the prior",
+           patch="import numpy as _np\nimport blindspots.masked.residual as _r\n"
+                 "_r.span_features = lambda spans, richness='bigram', n_buckets=4096: "
+                 "_np.zeros((len(spans), 256), dtype=_np.float32)\n"),
+]

@@ -31,6 +31,13 @@ _GROUPS = (
      ("true_posterior", "witness_conditional", "full_mask_weight", "fit_witness_weight", "PosteriorMLP",
       "MaskedTransformer", "unmask_sample", "sampler_weight", "sampler_log_prob", "witness_oracle",
       "implied_weights", "mlp_seed", "transformer_seed", "sd_ratio_lower")),
+    ("corpora", "masked/08", "real-text corpora: loader, byte tokens, windows, split by document",
+     ("Document", "PairData", "encode", "decode", "load_mode", "document_windows", "split_by_document",
+      "make_pair")),
+    ("residual", "masked/08", "residual mode uncertainty of real text: estimators, bootstrap, censoring, Markov control, fits",
+     ("visible_spans", "BackoffNgram", "ngram_posterior", "span_features", "fit_calibrated_logistic",
+      "resample_weights", "cell_estimate", "censor_reason", "MarkovPair", "markov_exact_uncertainty",
+      "markov_chernoff_rate", "ngram_cells", "classifier_cells", "compare_decay", "context_for_discrepancy")),
 )
 
 __doc__, __all__, __getattr__, __dir__ = lazy_exports(
