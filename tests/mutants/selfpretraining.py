@@ -141,3 +141,31 @@ for _L in (1, 2):
     MUTANTS.append(Mutant(f"sp-depth-{_L}-gain-swapped", NB04, f"depth-{_L}-spt-beats-scratch",
                           f"{_L} layer(s): scratch accuracies in place of SPT + fine-tune",
                           unit=UNIT + "test_spt_gain_claim_fails_with_scratch_in_place_of_spt"))
+
+# --- chapters 05-06: the mini Long Range Arena (issue 11)
+NB05 = "selfpretraining/05_mini_lra"
+NB06 = "selfpretraining/06_mini_lra_pathfinder"
+UNIT_LRA = "tests/selfpretraining/test_mini_lra_claims.py::"
+MUTANTS += [
+    Mutant("sp-lra-median-rounded", NB05, "listops-labels-match-independent-evaluator",
+           "the ListOps generator labels MED with the rounded median (5.5 -> 6) instead of LRA's int(np.median)",
+           patch="""from blindspots.selfpretraining import listops as _L
+import numpy as _np
+_orig = _L.apply_operator
+_L.apply_operator = lambda op, values: int(_np.floor(_np.median(values) + 0.5)) if op == "[MED" else _orig(op, values)
+"""),
+    Mutant("sp-lra-pathfinder-label-noise", NB06, "pathfinder-labels-match-connectivity",
+           "the PathFinder generator flips one label in ten (a label not tied to the marked ends)",
+           patch="""from blindspots.selfpretraining import pathfinder as _P
+_orig = _P.sample_image
+def _noisy(rng, task=_P.PathFinderTask(), label=None, max_tries=1000):
+    image, y = _orig(rng, task, label, max_tries)
+    return image, (1 - y if rng.random() < 0.1 else y)
+_P.sample_image = _noisy
+"""),
+]
+for _task in ("listops", "image"):
+    MUTANTS.append(Mutant(f"sp-lra-{_task}-learns-nothing", NB05, f"{_task}-spt-learns",
+                          f"{_task}: accuracies of a model that learned nothing (the majority label, with the test "
+                          "set's binomial noise) in place of SPT + fine-tune",
+                          unit=UNIT_LRA + "test_learns_claim_fails_for_a_model_at_the_majority_label"))

@@ -40,6 +40,7 @@ class ModelConfig:
     pooling: str = "mean"
     pad_id: int | None = None
     cls_id: int | None = None
+    alibi: bool = False  # add the fixed distance bias -m_h |i - j| of Press et al. to every head's scores
 
     def __post_init__(self) -> None:
         if self.pooling not in POOLINGS:
@@ -67,6 +68,13 @@ class ModelConfig:
             raise ValueError("cls_id must be set (in [0, vocab_size)) when pooling='cls'")
 
 
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    """ALiBi's fixed per-head slopes ``m_h = 2^(-8 h / H)``, ``h = 1..H`` (Press et al. 2022)."""
+    if n_heads < 1:
+        raise ValueError(f"n_heads must be >= 1, got {n_heads}")
+    return torch.tensor([2.0 ** (-8.0 * h / n_heads) for h in range(1, n_heads + 1)])
+
+
 def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
     """The additive sinusoidal code of Vaswani et al.: ``(length, d_model)``, float32."""
     pos = torch.arange(length, dtype=torch.float64)[:, None]
@@ -80,9 +88,12 @@ def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
 class SelfAttention(nn.Module):
     """Multi-head self-attention with readable and hookable scores and probabilities."""
 
-    def __init__(self, d_model: int, n_heads: int) -> None:
+    def __init__(self, d_model: int, n_heads: int, alibi: bool = False) -> None:
         super().__init__()
         self.n_heads, self.d_head = n_heads, d_model // n_heads
+        self.alibi = alibi
+        # Not a state-dict entry: a model with the bias has the same tensors as one without.
+        self.register_buffer("slopes", alibi_slopes(n_heads) if alibi else None, persistent=False)
         self.q_proj = nn.Linear(d_model, d_model)
         self.k_proj = nn.Linear(d_model, d_model)
         self.v_proj = nn.Linear(d_model, d_model)
@@ -101,6 +112,10 @@ class SelfAttention(nn.Module):
     def forward(self, x: torch.Tensor, key_pad: torch.Tensor | None = None) -> torch.Tensor:
         q, k, v = self._split(self.q_proj(x)), self._split(self.k_proj(x)), self._split(self.v_proj(x))
         scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)
+        if self.alibi:
+            i = torch.arange(scores.shape[-1], device=scores.device)
+            dist = (i[:, None] - i[None, :]).abs().to(scores.dtype)
+            scores = scores - self.slopes.to(scores.dtype)[:, None, None] * dist
         if self.hold_uniform:
             scores = scores * 0.0
         scores = self.score_hook(scores)
@@ -116,10 +131,10 @@ class SelfAttention(nn.Module):
 class Block(nn.Module):
     """Pre-norm block: ``x + Attn(LN(x))``, then ``x + MLP(LN(x))``."""
 
-    def __init__(self, d_model: int, n_heads: int, mlp_ratio: int) -> None:
+    def __init__(self, d_model: int, n_heads: int, mlp_ratio: int, alibi: bool = False) -> None:
         super().__init__()
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = SelfAttention(d_model, n_heads)
+        self.attn = SelfAttention(d_model, n_heads, alibi)
         self.ln2 = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(),
                                  nn.Linear(mlp_ratio * d_model, d_model))
@@ -143,7 +158,7 @@ class Encoder(nn.Module):
         c = config
         self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
         self.register_buffer("positions", sinusoidal_positions(c.max_len, c.d_model), persistent=False)
-        self.blocks = nn.ModuleList(Block(c.d_model, c.n_heads, c.mlp_ratio) for _ in range(c.n_layers))
+        self.blocks = nn.ModuleList(Block(c.d_model, c.n_heads, c.mlp_ratio, c.alibi) for _ in range(c.n_layers))
         self.ln_f = nn.LayerNorm(c.d_model)
         self.cls_head = nn.Linear(c.d_model, c.n_classes)
         self.mlm_head = nn.Linear(c.d_model, c.vocab_size)
@@ -232,3 +247,20 @@ def scale_qk(model: Encoder, scale: float, generator: torch.Generator | None = N
                                 dtype=lin.weight.dtype)
                 lin.weight.copy_(w * scale / math.sqrt(d))
                 lin.bias.zero_()
+
+
+@torch.no_grad()
+def positional_product(model: Encoder, length: int, layer: int = 0) -> torch.Tensor:
+    """The score that positions alone contribute, ``PE W_Q^T (PE W_K^T)^T / sqrt(d_h)`` per head:
+    ``(n_heads, length, length)`` in float64.
+
+    ``PE`` is the sinusoidal table (its first ``length`` rows); layer norm and biases are left out,
+    so this is the position-position term of :math:`QK^T` of {prf:ref}`def-sp-positional-product`.
+    """
+    if not 1 <= length <= model.config.max_len:
+        raise ValueError(f"length must lie in [1, max_len={model.config.max_len}], got {length}")
+    attn = model.attentions[layer]
+    pe = model.positions[:length].double()
+    q = (pe @ attn.q_proj.weight.double().T).view(length, attn.n_heads, attn.d_head).transpose(0, 1)
+    k = (pe @ attn.k_proj.weight.double().T).view(length, attn.n_heads, attn.d_head).transpose(0, 1)
+    return q @ k.transpose(-1, -2) / math.sqrt(attn.d_head)

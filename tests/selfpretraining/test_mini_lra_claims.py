@@ -1,0 +1,59 @@
+"""Unit-level planted errors for chapter 05's training claims (tests/mutants), and the chapter's protocol.
+
+Each claim is fed, with the notebook's criterion (``mini_lra.LEARNS_MIN``), per-seed accuracies of the size
+the book-scale run gives (the unplanted results must pass) and those of a model that learned nothing: the
+majority label's accuracy plus the test set's binomial noise (what label shuffling or a broken input
+pipeline would leave). The planted results must fail.
+"""
+
+import numpy as np
+import pytest
+
+from blindspots import claims
+from blindspots.claims import ClaimFailed
+from blindspots.selfpretraining import mini_lra
+
+N_TEST = 297
+# Book-scale one-layer SPT + fine-tune accuracies (seeds 0-4) and the majority-label accuracy of each task.
+BOOK = {"listops": (np.array([0.253, 0.266, 0.236, 0.259, 0.232]), 0.125),
+        "image": (np.array([0.609, 0.431, 0.633, 0.684, 0.687]), 0.091)}
+
+
+@pytest.fixture(autouse=True)
+def _records(tmp_path, monkeypatch):
+    monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path))
+
+
+def learns_claim(task, acc, majority):
+    return claims.claim_effect(f"{task}-spt-learns", "c", acc, np.full(len(acc), majority),
+                               exceeds=mini_lra.LEARNS_MIN[task], paired=True, show=False)
+
+
+def test_learns_claim_fails_for_a_model_at_the_majority_label():
+    rng = np.random.default_rng(0)
+    for task, (acc, majority) in BOOK.items():
+        learns_claim(task, acc, majority)  # the unplanted results pass
+        nothing = rng.binomial(N_TEST, majority, size=len(acc)) / N_TEST
+        with pytest.raises(ClaimFailed):
+            learns_claim(task, nothing, majority)
+
+
+def test_every_claimed_task_is_a_task():
+    assert set(mini_lra.LEARNS_MIN) <= set(mini_lra.TASKS)
+    assert set(mini_lra.OTHER_SOURCE) == set(mini_lra.TASKS)
+    assert all(src != task for task, src in mini_lra.OTHER_SOURCE.items())
+
+
+def test_lra_seed_pairs_arms_and_copies_only_qk():
+    sizes = dict(d_model=8, n_heads=2, max_len=64, batch_size=8, lr=3e-3, mlm_prob=0.5, n_train=24, n_test=10,
+                 listops_min_length=10, listops_max_length=30, listops_max_depth=4, listops_max_args=4,
+                 spt_epochs=1, label_steps=2, data_seed=0)
+    data = mini_lra.task_data("listops", sizes, 0)
+    other = mini_lra.task_data("image", sizes, 0)
+    r = mini_lra.lra_seed(101, sizes, data, other)
+    assert set(r["rows"]) == set(mini_lra.ARMS) and r["seed"] == 1 and r["layers"] == 1
+    assert sorted(r["copied_qk"]) == sorted(f"blocks.0.attn.{p}.{w}" for p in ("q_proj", "k_proj") for w in ("weight", "bias"))
+    deep = mini_lra.lra_seed(201, sizes, data, other)
+    assert set(deep["rows"]) == {"scratch", "spt"} and deep["layers"] == 2
+    again = mini_lra.lra_seed(101, sizes, data, other)
+    assert again["rows"] == r["rows"]  # seeded
