@@ -243,35 +243,32 @@ def main(argv=None) -> int:
     debian = from_debian_archive(sorted(set(owners.values())))
     skipped = sorted(set(owners.values()) - debian)
     pages = [(key, p) for key, p in pages if owners.get(p) in debian]
+    def kept(text: str) -> str | None:
+        """The document cut to max_bytes, or None if too short or a duplicate of one already kept."""
+        text = cut(text, args.max_bytes)
+        if len(text.encode()) < args.min_bytes:
+            return None
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        if digest in seen:
+            return None
+        seen.add(digest)
+        return text
+
     more_docs = []
     for i, (key, path) in enumerate(pages):
         if i % 200 == 0:
             print(f"  English man pages {i}/{len(pages)}", file=sys.stderr)
         text = render_man(path)
-        if not text:
-            continue
-        text = cut(text, args.max_bytes)
-        if len(text.encode()) < args.min_bytes:
-            continue
-        digest = hashlib.sha256(text.encode()).hexdigest()
-        if digest in seen:
-            continue
-        seen.add(digest)
-        more_docs.append({"id": key, "text": text})
+        if text and (text := kept(text)) is not None:
+            more_docs.append({"id": key, "text": text})
 
     code_docs = []
     for path in sorted(Path(args.python_root).rglob("*.py")):
         if path.is_symlink() or "site-packages" in path.parts or "dist-packages" in path.parts:
             continue
-        text = path.read_bytes().decode("utf-8", errors="replace").replace("\r", "")
-        text = cut(text, args.max_bytes)
-        if len(text.encode()) < args.min_bytes:
-            continue
-        digest = hashlib.sha256(text.encode()).hexdigest()
-        if digest in seen:
-            continue
-        seen.add(digest)
-        code_docs.append({"id": str(path.relative_to(args.python_root)), "text": text})
+        text = kept(path.read_bytes().decode("utf-8", errors="replace").replace("\r", ""))
+        if text is not None:
+            code_docs.append({"id": str(path.relative_to(args.python_root)), "text": text})
 
     modes = (("de", de_docs), ("en", en_docs), ("en_more", more_docs), ("code", code_docs))
     for mode, docs in modes:
