@@ -127,3 +127,60 @@ MUTANTS: list[Mutant] = [
            "the 'with program' head fed the student's embedding instead of the true program",
            unit="tests/privileged/test_teacher_forcing.py::test_mutant_program_not_fed_fails_program_below_rd"),
 ]
+
+# --- chapters 03-04: PIQL's training experiments (issue 12)
+PIQL = "privileged/03_piql_training"
+PROBES = "privileged/04_piql_probes"
+UNIT_PIQL = "tests/privileged/test_piql_claims.py::"
+MUTANTS += [
+    Mutant("pi-piql-auroc-ordinal-ties", PIQL, "pi-piql-task-auroc-matches-sklearn",
+           "the per-task AUROC ranks tied scores in order of appearance instead of giving them their average rank",
+           patch="""import numpy as _np
+from scipy.stats import rankdata as _rankdata
+from blindspots.privileged import piql as _piql
+def _ordinal(y, p):
+    y = _np.asarray(y).astype(bool)
+    r = _rankdata(_np.asarray(p, dtype=float), axis=1, method="ordinal")
+    n1 = y.sum(axis=1)
+    n0 = y.shape[1] - n1
+    return ((r * y).sum(axis=1) - n1 * (n1 + 1) / 2) / (n1 * n0)
+_piql.task_aurocs = _ordinal
+"""),
+    Mutant("pi-metapp-pearson-for-spearman", PIQL, "pi-metapp-spearman-matches-scipy",
+           "meta-PI++'s rank correlation is computed on the raw values (Pearson) instead of their ranks",
+           patch="""from blindspots.privileged import piql as _piql
+_piql._ranks = lambda x: x
+"""),
+    Mutant("pi-odds-labels-misaligned", PIQL, "pi-odds-wdbc-isolation-forest",
+           "the outlier recipe's labels are misaligned with its rows (rows kept in one order, labels in another)",
+           patch="""import numpy as _np
+from blindspots.privileged import realdata as _rd
+_orig = _rd.odds_dataset
+def _misaligned(name, d_max, seed=0):
+    ds = _orig(name, d_max, seed)
+    return _rd.OutlierDataset(ds.name, ds.x, _np.random.default_rng(0).permutation(ds.y), ds.raw_features)
+_rd.odds_dataset = _misaligned
+"""),
+    Mutant("pi-piql-baseline-at-chance", PIQL, "pi-piql-baseline-learns",
+           "labels not tied to the points: the baseline's per-task AUROC at chance",
+           unit=UNIT_PIQL + "test_learns_claim_fails_for_a_baseline_at_chance"),
+    Mutant("pi-piql-meta-shuffled-ignored", PIQL, "pi-piql-meta-used",
+           "meta-features shuffled across tasks in training: the model ignores its meta prefix",
+           unit=UNIT_PIQL + "test_meta_used_claim_fails_when_meta_was_shuffled_in_training"),
+    Mutant("pi-piql-meta-shuffled-no-gain", PIQL, "pi-piql-meta-lowers-loss",
+           "meta-features shuffled across tasks in training: the meta variant ends at the baseline's loss",
+           unit=UNIT_PIQL + "test_meta_lowers_loss_claim_fails_when_meta_carries_nothing"),
+    Mutant("pi-piql-student-blind", PIQL, "pi-piql-student-learns",
+           "the student is fed another task's context: its held-out R^2 is at most 0",
+           unit=UNIT_PIQL + "test_student_claim_fails_for_a_student_that_predicts_nothing"),
+    Mutant("pi-probe-labels-shuffled", PROBES, "pi-probe-family-decodable",
+           "the probe's family labels shuffled across tasks: accuracy at chance",
+           unit=UNIT_PIQL + "test_family_probe_claim_fails_with_shuffled_probe_labels"),
+    Mutant("pi-probe-meta-shuffled", PROBES, "pi-probe-meta-earlier",
+           "meta-features shuffled across tasks in training: the meta model's probes read what the baseline's do",
+           unit=UNIT_PIQL + "test_meta_earlier_claim_fails_when_meta_was_shuffled_in_training"),
+]
+MUTANTS.append(Mutant("pi-depth-meta-shuffled-no-gain", "privileged/05_piql_depth",
+                      "pi-depth-meta-lowers-loss-at-one-layer",
+                      "meta-features shuffled across tasks in training: at one layer meta ends at the baseline's loss",
+                      unit=UNIT_PIQL + "test_depth_claim_fails_when_meta_carries_nothing_at_one_layer"))

@@ -229,3 +229,11 @@ def test_copula_uniforms_are_uniform_marginally(kind):
     u = g.uniforms(n, np.random.default_rng(14))
     for j in range(3):
         assert stats.kstest(u[:, j], "uniform").statistic < 1.95 / np.sqrt(n)
+
+
+@pytest.mark.parametrize("name, shape", [("lognormal", 0.7), ("gamma", 2.5), ("t", 3.0), ("weibull", 1.7)])
+def test_marginal_ppf_is_scipys_quantile_function(name, shape):
+    u = np.linspace(1e-6, 1 - 1e-6, 101)
+    np.testing.assert_allclose(P.marginal_ppf(name, shape, u), P._marginal(name, shape).ppf(u), rtol=1e-12, atol=0)
+    with pytest.raises(ValueError, match="marginal"):
+        P.marginal_ppf("cauchy", 1.0, u)

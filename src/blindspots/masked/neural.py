@@ -551,7 +551,7 @@ def implied_weights(model, law: Law, N: int, *, n_samples: int, ms_cond: Sequenc
 def _progress(iterable, desc: str, progress: bool):
     if not progress:
         return iterable
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # the console bar: tqdm.auto warns in a notebook without ipywidgets
 
     return tqdm(iterable, desc=desc, leave=False, mininterval=1.0)
 

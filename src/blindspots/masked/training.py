@@ -248,7 +248,7 @@ def population_gd(law: Law, N: int, w: float, schedules: list[Schedule], lam0, e
     started = logt <= la
     iterator = range(1, steps + 1)
     if progress:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm  # the console bar: tqdm.auto warns in a notebook without ipywidgets
         iterator = tqdm(iterator, desc="population GD", leave=False, mininterval=1.0)
     for k in iterator:
         if active.size == 0:
@@ -330,7 +330,7 @@ def sgd_seed(seed: int, *, theta: float, N: int, w: float, m_base: int, s: int, 
     n_acc = 0
     iterator = range(steps)
     if progress:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm  # the console bar: tqdm.auto warns in a notebook without ipywidgets
         iterator = tqdm(iterator, desc=f"SGD seed {seed}", leave=False, mininterval=1.0)
     shape = (P, R, B)
     for k in iterator:

@@ -12,15 +12,20 @@ _GROUPS = (
     ("teacher_forcing", "privileged/02", "the privileged detector, annealed teacher forcing, training arms",
      ("PrivilegedDetector", "teacher_forcing_weight", "mix_embeddings", "generator_embedding", "train_arms",
       "effect_samples")),
-    ("priors", "privileged/03 (planned)", "PIQL's task priors: GMM, random-MLP SCM, copula, mixture; tasks and padding",
+    ("priors", "privileged/03-04", "PIQL's task priors: GMM, random-MLP SCM, copula, mixture; tasks and padding",
      ("GMMPrior", "SCMPrior", "CopulaPrior", "MixturePrior", "GMMGenerator", "SCMGenerator", "CopulaGenerator",
       "Task", "TaskBatch", "make_task", "stack_tasks", "pad_features", "check_features")),
-    ("program", "privileged/03 (planned)", "program PI: the generator DSL, its tokenizer, the contrastive program encoder",
+    ("program", "privileged/03-04", "program PI: the generator DSL, its tokenizer, the contrastive program encoder",
      ("serialise", "parse", "ProgramTokenizer", "perturb_generator", "ProgramEncoder", "contrastive_loss",
       "pretrain_program_encoder", "freeze")),
-    ("pfn", "privileged/03 (planned)", "the PFN-style detector with meta-PI and program-PI prefixes, and its training",
+    ("pfn", "privileged/03-04", "the PFN-style detector with meta-PI and program-PI prefixes, and its training",
      ("PFN", "PFNOutput", "SetStudent", "attention_mask", "meta_pi", "batch_tensors", "training_loss", "train_pfn",
       "evaluate_pfn", "steps_to_reach")),
+    ("piql", "privileged/03-04", "PIQL's experiments: variants, meta-PI++, hashed program embedding, speedups, probes",
+     ("meta_pi_plus", "HashedProgramEncoder", "task_aurocs", "speedup", "speedups", "log_ratio_interval",
+      "run_seed", "pretrain_encoder", "train_variant", "probe_accuracy", "claim_samples")),
+    ("realdata", "privileged/03", "ODDS-style outlier benchmarks from scikit-learn data; IsolationForest, LOF, OCSVM",
+     ("odds_dataset", "novelty_splits", "split_batch", "baseline_scores", "detection_scores", "OutlierDataset")),
 )
 
 __doc__, __all__, __getattr__, __dir__ = lazy_exports(

@@ -110,13 +110,16 @@ class PFN(nn.Module):
     d_max : padded feature count of the tasks.
     width, layers, heads : transformer size (``width`` a multiple of ``heads``).
     meta : add ``meta_tokens`` meta-PI prefix tokens.
+    meta_size : length of the flattened meta vector (default ``d_max * 9``, :func:`meta_pi`); a richer
+        meta-PI (:func:`blindspots.privileged.piql.meta_pi_plus`) passes its own size.
     program_encoder : a frozen :class:`~blindspots.privileged.program.ProgramEncoder`; when given the model
         has program-PI prefix tokens (one per encoder prefix) and a :class:`SetStudent`.
     seed : seeds the initial weights (torch's global RNG state is restored afterwards).
     """
 
     def __init__(self, d_max: int, *, width: int = 64, layers: int = 3, heads: int = 4, meta: bool = False,
-                 meta_tokens: int = 2, program_encoder: ProgramEncoder | None = None, seed: int = 0):
+                 meta_tokens: int = 2, meta_size: int | None = None, program_encoder: ProgramEncoder | None = None,
+                 seed: int = 0):
         super().__init__()
         for name, v, low in (("d_max", d_max, 1), ("width", width, 1), ("layers", layers, 1), ("heads", heads, 1),
                              ("meta_tokens", meta_tokens, 1)):
@@ -124,6 +127,9 @@ class PFN(nn.Module):
                 raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
         if width % heads:
             raise ValueError(f"width must be a multiple of heads = {heads}, got {width}")
+        if meta_size is not None and (isinstance(meta_size, bool) or not isinstance(meta_size, (int, np.integer))
+                                      or meta_size < 1):
+            raise ValueError(f"meta_size must be None or an integer >= 1, got {meta_size!r}")
         self.d_max, self.width, self.meta, self.meta_tokens = int(d_max), int(width), bool(meta), int(meta_tokens)
         self.program_encoder = program_encoder
         if program_encoder is not None and any(p.requires_grad for p in program_encoder.parameters()):
@@ -133,18 +139,19 @@ class PFN(nn.Module):
             self.rows = nn.Linear(2 * d_max, width)
             self.label = nn.Embedding(2, width)
             self.no_label = nn.Parameter(0.1 * torch.randn(width))
+            # shared layers first, so that variants with the same seed start from the same shared weights
+            self.blocks = nn.ModuleList(
+                nn.TransformerEncoderLayer(width, heads, 2 * width, dropout=0.0, batch_first=True, norm_first=True)
+                for _ in range(layers))
+            self.head = nn.Sequential(nn.LayerNorm(width), nn.Linear(width, 1))
             if self.meta:
-                n_meta = d_max * (len(META_FEATURE_NAMES) + 1)
+                n_meta = (d_max * len(META_FEATURE_NAMES) if meta_size is None else int(meta_size)) + d_max
                 self.meta_net = nn.Sequential(nn.Linear(n_meta, width), nn.GELU(),
                                               nn.Linear(width, meta_tokens * width))
             if program_encoder is not None:
                 pw, pp = program_encoder.width, program_encoder.prefix
                 self.student = SetStudent(d_max, width, heads, pp, pw)
                 self.program_proj = nn.Linear(pw, width)
-            self.blocks = nn.ModuleList(
-                nn.TransformerEncoderLayer(width, heads, 2 * width, dropout=0.0, batch_first=True, norm_first=True)
-                for _ in range(layers))
-            self.head = nn.Sequential(nn.LayerNorm(width), nn.Linear(width, 1))
 
     @property
     def uses_program(self) -> bool:
@@ -266,7 +273,7 @@ def train_pfn(variant: str, prior, *, steps: int, batch: int, rng: np.random.Gen
     use_meta, use_program = VARIANTS[variant]
     if use_program and (program_encoder is None or tokenizer is None):
         raise ValueError(f"variant {variant!r} needs program_encoder and tokenizer")
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # the console bar: tqdm.auto warns in a notebook without ipywidgets
 
     with _single_thread(device):
         model = PFN(prior.d_max, width=width, layers=layers, heads=heads, meta=use_meta,
@@ -294,16 +301,16 @@ def train_pfn(variant: str, prior, *, steps: int, batch: int, rng: np.random.Gen
     return model, log
 
 
-def steps_to_reach(curve, target: float, steps=None) -> float:
-    """The first step at which ``curve`` is at or below ``target`` (``inf`` if never): the speedup numerator.
-
-    ``steps`` gives the step of each curve point (default ``1..len(curve)``).
+def steps_to_reach(curve, target: float, steps=None, *, higher_is_better: bool = False) -> float:
+    """The first step at which ``curve`` reaches ``target`` (``<=`` for a loss, ``>=`` with ``higher_is_better``,
+    e.g. AUROC); ``inf`` if never: the speedup numerator. ``steps`` gives the step of each curve point
+    (default ``1..len(curve)``).
     """
     curve = np.asarray(curve, dtype=float)
     steps = np.arange(1, len(curve) + 1) if steps is None else np.asarray(steps)
     if curve.shape != steps.shape:
         raise ValueError(f"steps must match curve's shape {curve.shape}, got {steps.shape}")
-    hit = np.flatnonzero(curve <= target)
+    hit = np.flatnonzero(curve >= target if higher_is_better else curve <= target)
     return float(steps[hit[0]]) if hit.size else math.inf
 
 

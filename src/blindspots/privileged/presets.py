@@ -34,3 +34,38 @@ PRESETS: dict = {
                  "seeds": 10, "n_jobs": 2},
     },
 }
+
+# Chapters 03-04 (issue 12): PIQL's priors, a PFN, the privileged variants. Prior and model constants are the
+# same at every scale; book scale is a shallow 2-layer model, full scale a deeper and longer run.
+_PIQL_PRIOR = {"family": "mixture", "d_max": 4, "n_context": 48, "n_query": 16, "anomaly_rate": 0.1,
+               "context_anomaly_rate": 0.05}
+_PIQL_ENCODER = {"width": 32, "layers": 1, "prefix": 4, "max_len": 160, "batch": 32, "lr": 3e-3}
+
+
+def _piql(steps, seeds, layers, width, val, test, probe, splits, enc_steps, eval_every):
+    return {"prior": _PIQL_PRIOR, "model": {"width": width, "layers": layers, "heads": 4},
+            "train": {"steps": steps, "batch": 16, "lr": 3e-3, "embed_weight": 1.0, "eval_every": eval_every},
+            "eval": {"val_tasks": val, "test_tasks": test, "probe_train": probe[0], "probe_test": probe[1]},
+            "encoder": {**_PIQL_ENCODER, "steps": enc_steps}, "seeds": seeds, "n_jobs": 2,
+            "real": {"datasets": ["wine", "wdbc", "digits"], "splits": splits}}
+
+
+for _nb, _probe in (("privileged/03_piql_training", False), ("privileged/04_piql_probes", True)):
+    # chapter 03: speedup curves (dense evaluation) and real data; chapter 04: probes, no real data
+    _ev = 2 if _probe else 1
+    PRESETS[_nb] = {
+        "smoke": _piql(20, 2, 2, 32, 32, 16, (60, 40) if _probe else (0, 0), 2, 10, 10),
+        "book": _piql(300, 6, 2, 32, 256, 128, (300, 200) if _probe else (0, 0), 5, 150, 25 * _ev),
+        "full": _piql(1500, 6, 10, 64, 512, 256, (600, 400) if _probe else (0, 0), 10, 1000, 100),
+    }
+    if _probe:
+        for _s in PRESETS[_nb].values():
+            _s["real"] = {"datasets": [], "splits": 0}
+
+# Chapter 05: the same model family at several depths (baseline and meta-PI only), no probes, no real data.
+PRESETS["privileged/05_piql_depth"] = {
+    scale: {**PRESETS["privileged/04_piql_probes"][scale],
+            "eval": {**PRESETS["privileged/04_piql_probes"][scale]["eval"], "probe_train": 0, "probe_test": 0},
+            "depths": depths}
+    for scale, depths in (("smoke", [1, 2]), ("book", [1, 2, 4]), ("full", [1, 2, 4, 10]))
+}

@@ -340,8 +340,25 @@ class CopulaGenerator:
         u = np.clip(u, _U_CLIP, 1.0 - _U_CLIP)
         x = np.empty_like(u)
         for j, (name, shape, loc, scale) in enumerate(self.marginals):
-            x[:, j] = loc + scale * _marginal(name, shape).ppf(u[:, j])
+            x[:, j] = loc + scale * marginal_ppf(name, shape, u[:, j])
         return x
+
+
+def marginal_ppf(name: str, shape: float, u: np.ndarray) -> np.ndarray:
+    """Quantile function of the standard marginal ``name`` at ``u``: the special functions scipy.stats itself
+    evaluates, called directly because building a frozen distribution per task cost more than the sampling."""
+    from scipy import special
+
+    u = np.asarray(u, dtype=float)
+    if name == "lognormal":
+        return np.exp(shape * special.ndtri(u))
+    if name == "gamma":
+        return special.gammaincinv(shape, u)
+    if name == "t":
+        return special.stdtrit(shape, u)
+    if name == "weibull":
+        return np.power(-np.log1p(-u), 1.0 / shape)
+    raise ValueError(f"marginal must be one of {MARGINALS}, got {name!r}")
 
 
 def _marginal(name: str, shape: float):
@@ -364,6 +381,9 @@ class _PriorBase:
     n_query: int = 32
     anomaly_rate: float = 0.1
     d_min: int = 1
+    #: anomaly rate of the (labelled) context; ``None``: the same as the queries' ``anomaly_rate``.
+    #: 0 gives clean contexts, the novelty-detection protocol of the real-data benchmarks.
+    context_anomaly_rate: float | None = None
 
     def __post_init__(self):
         _int_in("d_max", self.d_max, 1)
@@ -371,6 +391,8 @@ class _PriorBase:
         _int_in("n_context", self.n_context, 1)
         _int_in("n_query", self.n_query, 1)
         _rate("anomaly_rate", self.anomaly_rate)
+        if self.context_anomaly_rate is not None and not 0.0 <= float(self.context_anomaly_rate) < 1.0:
+            raise ValueError(f"context_anomaly_rate must be None or lie in [0, 1), got {self.context_anomaly_rate!r}")
 
     def sample_generator(self, rng: np.random.Generator):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -378,7 +400,8 @@ class _PriorBase:
     def sample_task(self, rng: np.random.Generator, generator=None) -> Task:
         """A task: a fresh generator (or the one given), binomial anomaly counts, padded points."""
         g = self.sample_generator(rng) if generator is None else generator
-        cy = (rng.random(self.n_context) < self.anomaly_rate).astype(np.int64)
+        c_rate = self.anomaly_rate if self.context_anomaly_rate is None else float(self.context_anomaly_rate)
+        cy = (rng.random(self.n_context) < c_rate).astype(np.int64)
         qy = (rng.random(self.n_query) < self.anomaly_rate).astype(np.int64)
         x = g.sample(np.concatenate([cy, qy]), rng)
         return make_task(x[:self.n_context], cy, x[self.n_context:], qy, d_max=self.d_max, generator=g)
@@ -517,7 +540,7 @@ class MixturePrior(_PriorBase):
         """The prior of one family with this prior's sizes."""
         cls = {"gmm": GMMPrior, "scm": SCMPrior, "copula": CopulaPrior}[family]
         return cls(d_max=self.d_max, n_context=self.n_context, n_query=self.n_query,
-                   anomaly_rate=self.anomaly_rate, d_min=self.d_min)
+                   anomaly_rate=self.anomaly_rate, d_min=self.d_min, context_anomaly_rate=self.context_anomaly_rate)
 
     def sample_generator(self, rng: np.random.Generator):
         family = self.families[int(rng.choice(len(self.families), p=self._weights()))]

@@ -387,7 +387,7 @@ def pretrain_program_encoder(encoder, tokenizer: ProgramTokenizer, prior, *, ste
     Returns the loss per step; the encoder is left in eval mode with its parameters frozen
     (``requires_grad = False``), as PIQL freezes it before training the foundation model.
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # the console bar: tqdm.auto warns in a notebook without ipywidgets
 
     from .teacher_forcing import _single_thread
 

@@ -1,0 +1,243 @@
+"""PIQL's training experiments (chapters 03-04): meta-PI++, the hashed program embedding, metrics, speedups,
+the paired per-seed run with its checkpoints, and the real-data recipes."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+from sklearn.metrics import roc_auc_score
+
+from blindspots.privileged import piql, pfn, priors, program, realdata
+
+SMALL = {"prior": {"family": "mixture", "d_max": 3, "n_context": 12, "n_query": 6, "anomaly_rate": 0.2,
+                   "context_anomaly_rate": 0.1},
+         "model": {"width": 8, "layers": 1, "heads": 2},
+         "train": {"steps": 4, "batch": 3, "lr": 3e-3, "embed_weight": 1.0, "eval_every": 2},
+         "eval": {"val_tasks": 6, "test_tasks": 6, "probe_train": 12, "probe_test": 9},
+         "encoder": {"width": 8, "layers": 1, "prefix": 2, "max_len": 160, "steps": 2, "batch": 4, "lr": 3e-3}}
+
+
+def squash(m):
+    return np.sign(m) * np.log1p(np.abs(m))
+
+
+# ----------------------------------------------------------------------------- meta-PI++
+def test_meta_pi_plus_matches_direct_statistics():
+    rng = np.random.default_rng(0)
+    x = rng.gamma(2.0, size=(5, 40, 3))
+    mask = np.array([[True, True, False]] * 5)
+    m = piql.meta_pi_plus(x, mask)
+    assert m.shape == (5, piql.meta_pi_plus_size(3)) == (5, 21 * 3 + 3 * 3)
+    per = m[:, :3 * 21].reshape(5, 3, 21)
+    assert np.all(per[:, 2] == 0)  # padded feature
+    names = piql.PER_FEATURE_PLUS
+    col = lambda n: names.index(n)  # noqa: E731
+    np.testing.assert_allclose(per[:, 0, col("skewness")], squash(stats.skew(x[:, :, 0], axis=1)), atol=1e-12)
+    np.testing.assert_allclose(per[:, 1, col("excess kurtosis")], squash(stats.kurtosis(x[:, :, 1], axis=1)), atol=1e-12)
+    np.testing.assert_allclose(per[:, 0, col("q90")], squash(np.quantile(x[:, :, 0], 0.9, axis=1)), atol=1e-12)
+    pairs = m[:, 3 * 21:].reshape(5, 3, 3)  # pairs (0,1), (0,2), (1,2)
+    pear = np.array([np.corrcoef(t[:, 0], t[:, 1])[0, 1] for t in x])
+    np.testing.assert_allclose(pairs[:, 0, 0], squash(pear), atol=1e-12)
+    spear = np.array([stats.spearmanr(t[:, 0], t[:, 1]).statistic for t in x])
+    np.testing.assert_allclose(pairs[:, 0, 1], squash(spear), atol=1e-12)
+    assert np.all(pairs[:, 1:] == 0)  # pairs with the padded feature
+
+
+def test_meta_pi_plus_counts_modes_and_heavy_tails():
+    rng = np.random.default_rng(1)
+    bimodal = np.concatenate([rng.normal(-6, 0.5, (1, 200, 1)), rng.normal(6, 0.5, (1, 200, 1))], axis=1)
+    unimodal = rng.normal(0, 1, (1, 400, 1))
+    mask = np.ones((1, 1), dtype=bool)
+    modes = lambda x: np.expm1(piql.meta_pi_plus(x, mask)[0, piql.PER_FEATURE_PLUS.index("histogram modes")])  # noqa: E731
+    assert round(modes(bimodal)) == 2 and round(modes(unimodal)) == 1
+    hill = piql.PER_FEATURE_PLUS.index("Hill tail index of |x - median|")
+    heavy = piql.meta_pi_plus(rng.standard_t(1.5, (1, 400, 1)), mask)[0, hill]
+    light = piql.meta_pi_plus(rng.normal(size=(1, 400, 1)), mask)[0, hill]
+    assert heavy > light  # the Hill estimate of 1/alpha grows with the tail weight
+
+
+def test_meta_pi_plus_rejects_bad_shapes():
+    with pytest.raises(ValueError, match="context_x"):
+        piql.meta_pi_plus(np.zeros((2, 1, 3)), np.ones((2, 3), bool))
+    with pytest.raises(ValueError, match="feature_mask"):
+        piql.meta_pi_plus(np.zeros((2, 5, 3)), np.ones((2, 2), bool))
+
+
+# ----------------------------------------------------------------------------- hashed program embedding
+def test_hashed_encoder_is_frozen_deterministic_and_reads_the_program():
+    tok = program.ProgramTokenizer()
+    enc = piql.HashedProgramEncoder(tok, width=8, prefix=2, max_len=160)
+    assert sum(p.numel() for p in enc.parameters()) == 0
+    gens = [priors.GMMPrior(d_max=3).sample_generator(np.random.default_rng(k)) for k in range(4)]
+    ids = torch.as_tensor(tok.encode_batch(gens, 160))
+    assert enc.text(ids) == [" ".join(program.serialise(g)) for g in gens]
+    a, b = enc(ids), piql.HashedProgramEncoder(tok, width=8, prefix=2, max_len=160)(ids)
+    assert a.shape == (4, 2, 8) and torch.equal(a, b)
+    assert not torch.allclose(a[0], a[1])
+    model = pfn.PFN(3, width=8, layers=1, heads=2, program_encoder=enc)  # accepted as a frozen encoder
+    assert model.uses_program
+    with pytest.raises(ValueError, match="n_features"):
+        piql.HashedProgramEncoder(tok, n_features=4)
+
+
+# ----------------------------------------------------------------------------- metrics and speedups
+def test_task_aurocs_match_sklearn_with_ties_and_flag_one_label_rows():
+    rng = np.random.default_rng(2)
+    y = rng.random((20, 15)) < 0.3
+    y[:, 0], y[:, 1] = True, False
+    p = np.round(rng.random((20, 15)), 1)
+    ref = [roc_auc_score(a, b) for a, b in zip(y, p)]
+    np.testing.assert_allclose(piql.task_aurocs(y, p), ref, atol=1e-12)
+    y[3] = False
+    assert np.isnan(piql.task_aurocs(y, p)[3])
+
+
+def test_speedup_follows_the_papers_definition():
+    steps = np.array([10, 20, 30, 40])
+    base = np.array([0.5, 0.4, 0.3, 0.3])  # reaches its final value 0.3 at step 30
+    fast = np.array([0.4, 0.3, 0.2, 0.2])  # at step 20
+    assert piql.speedup(fast, base, steps) == pytest.approx(1.5)
+    assert piql.speedup(base, base, steps) == 1.0
+    assert piql.speedup(np.array([0.6, 0.6, 0.6, 0.6]), base, steps) == 0.0  # censored
+    auc_base, auc_fast = np.array([0.6, 0.7, 0.8, 0.8]), np.array([0.8, 0.9, 0.9, 0.9])
+    assert piql.speedup(auc_fast, auc_base, steps, higher_is_better=True) == pytest.approx(3.0)
+    with pytest.raises(ValueError, match="steps"):
+        piql.speedup([1.0, 2.0], [1.0, 2.0], [1])
+
+
+def test_log_ratio_interval_is_a_t_interval_of_log_ratios():
+    r = np.array([1.0, 2.0, 4.0, 2.0, 1.0])
+    out = piql.log_ratio_interval(r)
+    lr = np.log(r)
+    half = stats.t.ppf(0.975, 4) * lr.std(ddof=1) / math.sqrt(5)
+    assert out["mean"] == pytest.approx(math.exp(lr.mean()))
+    assert out["low"] == pytest.approx(math.exp(lr.mean() - half)) and out["high"] == pytest.approx(math.exp(lr.mean() + half))
+    cens = piql.log_ratio_interval([0.0, 2.0, 4.0])
+    assert cens["censored"] == 1 and cens["mean"] == pytest.approx(math.exp(np.log([1.0, 2.0, 4.0]).mean()))
+    assert piql.log_ratio_interval([0.0, 0.0])["mean"] == 0.0
+    with pytest.raises(ValueError, match="ratios"):
+        piql.log_ratio_interval([1.0])
+
+
+# ----------------------------------------------------------------------------- the paired per-seed run
+def test_context_anomaly_rate_is_validated_and_used():
+    clean = priors.GMMPrior(d_max=2, n_context=200, context_anomaly_rate=0.0).sample_task(np.random.default_rng(0))
+    assert clean.context_y.sum() == 0
+    with pytest.raises(ValueError, match="context_anomaly_rate"):
+        priors.GMMPrior(context_anomaly_rate=1.0)
+    mix = priors.MixturePrior(d_max=2, context_anomaly_rate=0.0)
+    assert mix.component("scm").context_anomaly_rate == 0.0
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    encoder = piql.pretrain_encoder(SMALL, 0)
+    ds = realdata.odds_dataset("wine", 3)
+    real = {"wine": (ds, realdata.novelty_splits(ds, 12, 2))}
+    folder = tmp_path_factory.mktemp("ck")
+    out = piql.run_seed(0, config=SMALL, variants=list(piql.VARIANTS), encoder_state=encoder["state"],
+                        real_data=real, checkpoint_dir=str(folder))
+    return encoder, real, folder, out
+
+
+def test_run_seed_returns_every_measurement(small_run):
+    _, _, _, out = small_run
+    assert set(out["variants"]) == set(piql.VARIANTS)
+    for v, res in out["variants"].items():
+        meta_kind, program_kind = piql.VARIANTS[v]
+        assert res["curve"]["steps"] == [2, 4]
+        assert set(res["test"]) == {"gmm", "scm", "copula"}
+        assert ("meta_shuffled_bce" in res) == (meta_kind is not None)
+        assert ("student_r2" in res) == (program_kind is not None)
+        assert len(res["probes"]["family"]) == SMALL["model"]["layers"] + 1
+        assert 0.0 <= res["real"]["wine"]["auroc"] <= 1.0
+        alpha = res["curve"]["alpha"]
+        assert (alpha[0] == 1.0) == (program_kind is not None)
+
+
+def test_variants_of_a_seed_share_stream_and_initial_weights():
+    torch.manual_seed(0)
+    encoders = piql.encoders_from(SMALL, None, 0)
+    a = piql.build_model("baseline", 3, encoders, width=8, layers=1, heads=2, seed=5)
+    b = piql.build_model("meta++", 3, encoders, width=8, layers=1, heads=2, seed=5)
+    for name in ("rows.weight", "blocks.0.linear1.weight", "head.1.weight"):
+        assert torch.equal(a.state_dict()[name], b.state_dict()[name])
+    with pytest.raises(ValueError, match="trained"):
+        piql.build_model("program", 3, encoders, width=8, layers=1, heads=2, seed=0)  # no trained encoder given
+
+
+def test_a_rerun_resumes_from_checkpoints_without_training(small_run, monkeypatch):
+    encoder, real, folder, out = small_run
+    assert len(list(folder.glob("*.pt"))) == len(piql.VARIANTS)
+    monkeypatch.setattr(piql, "train_variant", lambda *a, **k: pytest.fail("a finished variant was retrained"))
+    again = piql.run_seed(0, config=SMALL, variants=list(piql.VARIANTS), encoder_state=encoder["state"],
+                          real_data=real, checkpoint_dir=str(folder))
+    assert again["variants"]["both"]["curve"] == out["variants"]["both"]["curve"]
+    saved = torch.load(next(folder.glob("seed0_program.pt")), weights_only=True)
+    assert "state" in saved and "student.queries" in saved["state"]
+
+
+def test_no_program_reaches_the_model_at_evaluation(small_run, monkeypatch):
+    encoder, _, _, _ = small_run
+    encoders = piql.encoders_from(SMALL, encoder["state"], 0)
+    model = piql.build_model("program", 3, encoders, width=8, layers=1, heads=2, seed=0)
+    tok = program.ProgramTokenizer()
+    t = piql.stream_tensors(piql.make_prior(SMALL["prior"]).sample_batch(4, np.random.default_rng(0)), tok, 160)
+    seen = []
+    monkeypatch.setattr(encoders["trained"], "forward", lambda ids: seen.append(ids) or pytest.fail("teacher used"))
+    piql.evaluate(model, t, "program")
+    piql.predict(model, t, "program")
+    assert not seen
+
+
+def test_run_seed_rejects_unknown_variants():
+    with pytest.raises(ValueError, match="variants"):
+        piql.run_seed(0, config=SMALL, variants=["oracle"])
+    with pytest.raises(ValueError, match="family"):
+        piql.make_prior({"family": "bernoulli"})
+
+
+# ----------------------------------------------------------------------------- real data
+@pytest.mark.parametrize("name, n, outliers, raw", [("wine", 129, 10, 13), ("wdbc", 376, 19, 30),
+                                                    ("digits", 1704, 85, 64)])
+def test_odds_recipes(name, n, outliers, raw):
+    ds = realdata.odds_dataset(name, 4)
+    assert ds.x.shape == (n, 4) and ds.outliers == outliers and ds.raw_features == raw
+    assert np.allclose(ds.x.mean(axis=0), 0, atol=1e-9)  # PCA of z-scores: centred
+
+
+def test_novelty_splits_draw_clean_contexts_and_score_the_rest():
+    ds = realdata.odds_dataset("wine", 4)
+    splits = realdata.novelty_splits(ds, 30, 3, seed=4)
+    for c, q in splits:
+        assert c.size == 30 and np.all(ds.y[c] == 0)
+        assert np.intersect1d(c, q).size == 0 and c.size + q.size == ds.y.size
+    b = realdata.split_batch(ds, splits, 4)
+    assert b.context_y.sum() == 0 and b.query_y.sum() == 3 * ds.outliers
+    scores = realdata.baseline_scores(ds, splits)
+    assert set(scores) == set(realdata.BASELINES) and scores["OneClassSVM"].shape == (3, q.size)
+
+
+def test_real_data_errors_name_the_parameter():
+    with pytest.raises(ValueError, match="name"):
+        realdata.odds_dataset("iris", 4)
+    with pytest.raises(ValueError, match="d_max"):
+        realdata.odds_dataset("wine", 0)
+    ds = realdata.odds_dataset("wine", 4)
+    with pytest.raises(ValueError, match="n_context"):
+        realdata.novelty_splits(ds, 500, 1)
+    with pytest.raises(ValueError, match="d_max"):
+        realdata.split_batch(realdata.odds_dataset("wine", 13), realdata.novelty_splits(ds, 20, 1), 4)
+
+
+def test_run_seed_trains_every_depth_on_one_stream(tmp_path):
+    out = piql.run_seed(1, config=SMALL, variants=["baseline", "meta"], depths=[1, 2], checkpoint_dir=str(tmp_path))
+    assert set(out["depths"]) == {"1", "2"} and not out["variants"]
+    assert set(out["depths"]["2"]) == {"baseline", "meta"}
+    assert len(list(tmp_path.glob("seed1_L2_*.pt"))) == 2
+    single = piql.run_seed(1, config=SMALL, variants=["baseline"])
+    assert single["variants"]["baseline"]["curve"]["bce"] == out["depths"]["1"]["baseline"]["curve"]["bce"]
+    with pytest.raises(ValueError, match="depths"):
+        piql.run_seed(1, config=SMALL, variants=["baseline"], depths=[0])
