@@ -657,7 +657,7 @@ def excess_masked_risk(p: np.ndarray, q: np.ndarray, N: int, schedule) -> np.nda
 def random_joint_laws(p: np.ndarray, mode: np.ndarray, rng: np.random.Generator, n: int,
                       noise: tuple[float, float], tilt: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``n`` joint laws ``q ∝ p exp(a tau(x) + sigma G(x))`` near ``p`` (the book writes ``a = t/2``,
-    ``G`` as ``\mathcal G`` and ``sigma`` as ``zeta``).
+    ``G`` as ``\\mathcal G`` and ``sigma`` as ``zeta``).
 
     ``tau = mode`` (+1 / -1, the mode of each state), ``a ~ U[-tilt, tilt]`` moves mass
     between the modes (the witness direction; without noise ``q`` is the witness with logit

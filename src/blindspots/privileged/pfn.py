@@ -254,12 +254,42 @@ def training_loss(model: PFN, tensors: dict, progress: float, embed_weight: floa
     return loss, parts
 
 
+def fit_pfn(model: PFN, batches, *, steps: int, lr: float = 1e-3, embed_weight: float = 1.0,
+            progress: bool = False, desc: str = "", on_step=None) -> list[dict]:
+    """The training loop every PFN variant shares: Adam on the trainable parameters, cosine learning rate
+    over ``steps``, one :func:`training_loss` step per tensor dict of ``batches`` (an iterable, consumed
+    lazily so a prior can sample as it goes), ``on_step(step, model)`` after every step (validation).
+    Returns the per-step parts of :func:`training_loss`; the model is left in eval mode.
+    """
+    from tqdm import tqdm  # the console bar: tqdm.auto warns in a notebook without ipywidgets
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    log = []
+    model.train()  # every dropout is 0: train mode changes no numbers, only which kernels run
+    for step, tensors in zip(tqdm(range(steps), disable=not progress, desc=desc), batches):
+        loss, parts = training_loss(model, tensors, step / steps, embed_weight)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        log.append(parts)
+        if on_step is not None:
+            on_step(step + 1, model)
+            model.train()
+    if len(log) != steps:
+        raise ValueError(f"batches ran out after {len(log)} of steps={steps}")
+    model.eval()
+    return log
+
+
 def train_pfn(variant: str, prior, *, steps: int, batch: int, rng: np.random.Generator, width: int = 64,
               layers: int = 3, heads: int = 4, lr: float = 1e-3, embed_weight: float = 1.0,
               program_encoder: ProgramEncoder | None = None, tokenizer: ProgramTokenizer | None = None,
               max_len: int = 512, seed: int = 0, device="cpu", progress: bool = False,
               on_step=None) -> tuple[PFN, list[dict]]:
-    """Train one variant of :data:`VARIANTS` on fresh tasks of ``prior`` every step (Adam, cosine lr).
+    """Train one variant of :data:`VARIANTS` on fresh tasks of ``prior`` every step (:func:`fit_pfn`).
 
     Program variants need the frozen ``program_encoder`` and its ``tokenizer``. ``on_step(step, model)``
     is called after every step (validation curves). Returns the model (eval mode) and the per-step parts
@@ -273,31 +303,17 @@ def train_pfn(variant: str, prior, *, steps: int, batch: int, rng: np.random.Gen
     use_meta, use_program = VARIANTS[variant]
     if use_program and (program_encoder is None or tokenizer is None):
         raise ValueError(f"variant {variant!r} needs program_encoder and tokenizer")
-    from tqdm import tqdm  # the console bar: tqdm.auto warns in a notebook without ipywidgets
+
+    def batches():
+        while True:
+            yield batch_tensors(prior.sample_batch(batch, rng), meta=use_meta,
+                                tokenizer=tokenizer if use_program else None, max_len=max_len, device=device)
 
     with _single_thread(device):
         model = PFN(prior.d_max, width=width, layers=layers, heads=heads, meta=use_meta,
                     program_encoder=program_encoder if use_program else None, seed=seed).to(device)
-        params = [p for p in model.parameters() if p.requires_grad]
-        opt = torch.optim.Adam(params, lr=lr)
-        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-        log = []
-        model.train()
-        if model.uses_program:
-            model.program_encoder.eval()
-        for step in tqdm(range(steps), disable=not progress, desc=variant):
-            t = batch_tensors(prior.sample_batch(batch, rng), meta=use_meta,
-                              tokenizer=tokenizer if use_program else None, max_len=max_len, device=device)
-            loss, parts = training_loss(model, t, step / steps, embed_weight)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
-            log.append(parts)
-            if on_step is not None:
-                on_step(step + 1, model)
-                model.train()
-        model.eval()
+        log = fit_pfn(model, batches(), steps=steps, lr=lr, embed_weight=embed_weight, progress=progress,
+                      desc=variant, on_step=on_step)
     return model, log
 
 
@@ -314,25 +330,46 @@ def steps_to_reach(curve, target: float, steps=None, *, higher_is_better: bool =
     return float(steps[hit[0]]) if hit.size else math.inf
 
 
+def task_aurocs(y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """AUROC of each row of ``y, p (tasks, queries)`` by the rank-sum formula (ties get average ranks);
+    NaN where a row's queries hold one label only."""
+    from scipy.stats import rankdata
+
+    y = np.asarray(y).astype(bool)
+    r = rankdata(np.asarray(p, dtype=float), axis=1)
+    n1 = y.sum(axis=1)
+    n0 = y.shape[1] - n1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        auc = ((r * y).sum(axis=1) - n1 * (n1 + 1) / 2) / (n1 * n0)
+    return np.where((n1 > 0) & (n0 > 0), auc, np.nan)
+
+
+def bce(y: np.ndarray, p: np.ndarray) -> float:
+    """Mean log-loss (nats) of probabilities ``p`` for labels ``y``."""
+    p = np.clip(np.asarray(p, dtype=float), 1e-12, 1 - 1e-12)
+    y = np.asarray(y, dtype=float)
+    return float(-(y * np.log(p) + (1 - y) * np.log1p(-p)).mean())
+
+
 def evaluate_pfn(model: PFN, batch, device="cpu") -> dict:
     """Held-out metrics of the deployable model on a :class:`~blindspots.privileged.priors.TaskBatch`.
 
-    Returns ``bce`` (mean query log-loss, nats), ``auroc`` (mean over tasks whose queries hold both labels,
-    with ``auroc_tasks`` their count), ``pooled_auroc`` (all queries together), the per-task AUROCs
-    ``task_auroc`` (NaN where undefined) and ``per_family`` mean AUROC. The program is never used.
+    Returns ``bce`` (mean query log-loss, nats, :func:`bce`), ``auroc`` (mean over tasks whose queries hold
+    both labels, with ``auroc_tasks`` their count), ``pooled_auroc`` (all queries together), the per-task
+    AUROCs ``task_auroc`` (:func:`task_aurocs`, NaN where undefined) and ``per_family`` mean AUROC. The
+    program is never used.
     """
     from sklearn.metrics import roc_auc_score
 
     t = batch_tensors(batch, meta=model.meta, device=device)
     with _single_thread(device):
         p = model.predict_proba(t["context_x"], t["context_y"], t["query_x"], t["feature_mask"], meta=t["meta"])
-    p = p.double().clamp(1e-12, 1 - 1e-12).cpu().numpy()
+    p = p.double().cpu().numpy()
     y = np.asarray(batch.query_y)
-    bce = float(-(y * np.log(p) + (1 - y) * np.log1p(-p)).mean())
-    task = np.array([roc_auc_score(yi, pi) if 0 < yi.sum() < len(yi) else np.nan for yi, pi in zip(y, p)])
+    task = task_aurocs(y, p)
     ok = ~np.isnan(task)
     fams = np.array(batch.families) if batch.generators else np.array(["real"] * len(y))
     per_family = {str(f): float(np.nanmean(task[fams == f])) for f in sorted(set(fams)) if np.any(ok[fams == f])}
     pooled = float(roc_auc_score(y.ravel(), p.ravel())) if 0 < y.sum() < y.size else float("nan")
-    return {"bce": bce, "auroc": float(task[ok].mean()) if ok.any() else float("nan"), "auroc_tasks": int(ok.sum()),
-            "pooled_auroc": pooled, "task_auroc": task, "per_family": per_family}
+    return {"bce": bce(y, p), "auroc": float(task[ok].mean()) if ok.any() else float("nan"),
+            "auroc_tasks": int(ok.sum()), "pooled_auroc": pooled, "task_auroc": task, "per_family": per_family}

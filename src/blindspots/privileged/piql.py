@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .metafeatures import META_FEATURE_NAMES
-from .pfn import PFN, batch_tensors, steps_to_reach, training_loss
+from .pfn import PFN, batch_tensors, bce, fit_pfn, steps_to_reach, task_aurocs
 from .program import PAD_ID, ProgramEncoder, ProgramTokenizer, freeze, pretrain_program_encoder, seeded_init
 from .teacher_forcing import _single_thread
 
@@ -161,27 +161,6 @@ class HashedProgramEncoder(torch.nn.Module):
 
 
 # ----------------------------------------------------------------------------- metrics
-def task_aurocs(y: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """AUROC of each row of ``y, p (tasks, queries)`` by the rank-sum formula (ties get average ranks);
-    NaN where a row's queries hold one label only."""
-    from scipy.stats import rankdata
-
-    y = np.asarray(y).astype(bool)
-    r = rankdata(np.asarray(p, dtype=float), axis=1)
-    n1 = y.sum(axis=1)
-    n0 = y.shape[1] - n1
-    with np.errstate(invalid="ignore", divide="ignore"):
-        auc = ((r * y).sum(axis=1) - n1 * (n1 + 1) / 2) / (n1 * n0)
-    return np.where((n1 > 0) & (n0 > 0), auc, np.nan)
-
-
-def bce(y: np.ndarray, p: np.ndarray) -> float:
-    """Mean log-loss (nats) of probabilities ``p`` for labels ``y``."""
-    p = np.clip(np.asarray(p, dtype=float), 1e-12, 1 - 1e-12)
-    y = np.asarray(y, dtype=float)
-    return float(-(y * np.log(p) + (1 - y) * np.log1p(-p)).mean())
-
-
 def speedup(variant_values, baseline_values, steps, *, higher_is_better: bool = False) -> float:
     """The paper's speedup: steps for the baseline to reach its final value / steps for the variant.
 
@@ -321,27 +300,20 @@ def train_variant(variant: str, stream: list, *, d_max: int, encoders: dict, wid
     (``steps``), and the per-step training ``train_bce`` and teacher weight ``alpha``.
     """
     model = build_model(variant, d_max, encoders, width=width, layers=layers, heads=heads, seed=seed).to(device)
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(params, lr=lr)
     total = len(stream)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total)
-    log = {"steps": [], "bce": [], "auroc": [], "train_bce": [], "alpha": []}
-    model.train()
-    for step, tensors in enumerate(stream):
-        loss, parts = training_loss(model, _for_variant(tensors, variant), step / total, embed_weight)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        log["train_bce"].append(parts["bce"])
-        log["alpha"].append(parts["alpha"])
-        if (step + 1) % eval_every == 0 or step + 1 == total:
+    log = {"steps": [], "bce": [], "auroc": []}
+
+    def validate(step, model):
+        if step % eval_every == 0 or step == total:
             ev = evaluate(model, val, variant)
-            model.train()
-            log["steps"].append(step + 1)
+            log["steps"].append(step)
             log["bce"].append(ev["bce"])
             log["auroc"].append(ev["auroc"])
-    model.eval()
+
+    parts = fit_pfn(model, (_for_variant(t, variant) for t in stream), steps=total, lr=lr,
+                    embed_weight=embed_weight, on_step=validate)
+    log["train_bce"] = [x["bce"] for x in parts]
+    log["alpha"] = [x["alpha"] for x in parts]
     return model, log
 
 
