@@ -82,3 +82,27 @@ def test_committed_full_scale_runs_are_excluded_from_execution_and_chapters_are_
     full = sorted((root / "results" / "full").glob("*/*.ipynb"))
     assert full and all(excluded(p) for p in full)
     assert not any(excluded(p) for p in (root / "notebooks").glob("*/*.ipynb"))
+
+
+def test_a_failed_claim_still_runs_every_cell_and_is_named_in_the_index(tmp_path, monkeypatch):
+    # a full-scale result that contradicts its claim is a result: the cells after it must run, the
+    # run counts as complete (not rerun on resume), and the index names the claim in a red box
+    _fake_book(tmp_path)
+    nb = nbformat.read(tmp_path / "notebooks/demo/01_a.ipynb", as_version=4)
+    nb.cells[-1].source = ("from blindspots import claims\n"
+                           "claims.claim_bound('demo-gain', 'the gain is positive', -3.0, '>', 0.0, kind='verification')")
+    nb.cells.append(nbformat.v4.new_code_cell("print('after the failure')"))
+    nbformat.write(nb, tmp_path / "notebooks/demo/01_a.ipynb")
+    monkeypatch.setattr(fullscale.runtime, "repo_root", lambda: tmp_path)
+    monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path / "claims"))
+    assert fullscale.main(["demo/01_a"]) == 1  # make full still reports it
+    out = fullscale.output_path("demo/01_a")
+    info = fullscale.run_info(out)
+    assert info["complete"] is True and info["failed_claims"] == ["demo-gain"] and "ClaimFailed" in info["error"]
+    printed = "".join(o.get("text", "") for c in nbformat.read(out, as_version=4).cells
+                      if c.cell_type == "code" for o in c.outputs)
+    assert "after the failure" in printed
+    index = fullscale.appendix_markdown()
+    assert index.startswith("```{error}") and "`demo-gain`" in index.split("```", 2)[1]
+    assert "{doc}`/results/full/demo/01_a` **claim failed:** `demo-gain`" in index
+    assert "make full CHAPTERS=demo/01_a" not in index

@@ -169,6 +169,18 @@ def test_mark_claims_puts_a_red_banner_naming_failed_claims_under_the_title():
     assert refs == ["#claim-broken"]  # the record without an output has no anchor to link to
 
 
+def test_a_full_scale_page_gets_its_banner_without_a_link_to_the_report():
+    from docutils import nodes
+
+    doc = _chapter_doctree("[PASS] fine (verification): ok", "[FAIL] gain (verification): the gain is positive")
+    done = sphinxext.mark_claims(doc, full_scale=True)
+    assert done["failed"] == ["gain"]
+    banner = next(iter(doc.findall(nodes.section)))[1]
+    assert isinstance(banner, nodes.error) and "FAILED at full scale" in banner.astext()
+    assert "verification report" not in banner.astext()  # the report lists this build's runs only
+    assert [r["refuri"] for r in banner.findall(nodes.reference)] == ["#claim-gain"]
+
+
 def test_launch_buttons_are_left_out_until_a_repository_url_is_set():
     from types import SimpleNamespace
 

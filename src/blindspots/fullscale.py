@@ -137,9 +137,11 @@ def run_chapter(chapter: str, root: Path | None = None, device: str = "auto") ->
     os.environ.setdefault("BLINDSPOTS_CLAIMS_DIR", str(root / "_build" / "claims-full"))
     start, error = time.perf_counter(), None
     try:
+        # allow_errors: a claim that fails at full scale must not hide the cells after it (its figure,
+        # its tables); papermill still raises at the end, so the run is known to have failed
         papermill.execute_notebook(str(staged), str(out), parameters={"scale": "full", "device": device},
                                    kernel_name="python3", cwd=str(root / "notebooks" / chapter.split("/")[0]),
-                                   progress_bar=False, request_save_on_cell_execute=True)
+                                   progress_bar=False, request_save_on_cell_execute=True, allow_errors=True)
     except papermill.PapermillExecutionError as err:
         error = f"{err.ename}: {str(err.evalue)[:400]}"
     except Exception as err:  # a dead kernel (out of memory) must still leave the run marked incomplete
@@ -147,7 +149,14 @@ def run_chapter(chapter: str, root: Path | None = None, device: str = "auto") ->
     finally:
         staged.unlink(missing_ok=True)
     nb = nbformat.read(out, as_version=4)
-    info = {"chapter": chapter, "complete": error is None, "error": error,
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    failed_claims = [m.group(1) for o in errors if o.get("ename") == "ClaimFailed"
+                     for m in [re.match(r"claim '([^']+)' failed", o.get("evalue", ""))] if m]
+    # a run whose every error is a failed claim measured everything: it is a result, not a crash
+    measured = error is not None and bool(errors) and len(failed_claims) == len(errors)
+    info = {"chapter": chapter, "complete": error is None or measured, "error": error,
+            "failed_claims": failed_claims,
             "elapsed_s": round(time.perf_counter() - start, 1), "commit": git_commit(root),
             "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     for cell in nb.cells:  # the provenance cell's printed record
@@ -163,17 +172,26 @@ def appendix_markdown(root: Path | None = None) -> str:
     """The appendix index: each chapter's full-scale run, or the command that makes it."""
     root = Path(root or runtime.repo_root())
     lines = ["| chapter | full-scale run | device and date | time (s) | commit |", "|---|---|---|---|---|"]
-    waiting = []
+    waiting, failing = [], []
     for chapter in chapters(root):
         info = run_info(output_path(chapter, root))
         if info and info.get("complete"):
-            lines.append(f"| {{doc}}`/notebooks/{chapter}` | {{doc}}`/{RESULTS.as_posix()}/{chapter}` | "
+            fails = info.get("failed_claims") or []
+            if fails:
+                failing.append((chapter, fails))
+            mark = " **claim failed:** " + ", ".join(f"`{c}`" for c in fails) if fails else ""
+            lines.append(f"| {{doc}}`/notebooks/{chapter}` | {{doc}}`/{RESULTS.as_posix()}/{chapter}`{mark} | "
                          f"{_cell(info.get('provenance', '').split(': ', 1)[-1])} | {info['elapsed_s']:.0f} | "
                          f"`{info['commit']}` |")
         else:
             why = f"failed: {_cell(info['error'])}" if info and info.get("error") else "not run yet"
             lines.append(f"| {{doc}}`/notebooks/{chapter}` | {why} | – | – | – |")
             waiting.append(chapter)
+    if failing:  # above the table, in red: a full-scale result that contradicts its claim
+        named = "; ".join(f"{{doc}}`/{RESULTS.as_posix()}/{ch}`: " + ", ".join(f"`{c}`" for c in fails)
+                          for ch, fails in failing)
+        lines = ["```{error}", f"Claims that FAILED at full scale: {named}. Each page shows the failing cell and "
+                 "every cell after it; the chapter's prose says what the failure means.", "```", ""] + lines
     if waiting:
         lines += ["", "Waiting for a run (paper scale is meant for a GPU; `make full` resumes where it stopped):",
                   "", "```bash"] + [f"make full CHAPTERS={c}" for c in waiting] + ["```"]
@@ -203,9 +221,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"{chapter}: running at full scale ...", flush=True)
         info = run_chapter(chapter, root, args.device)
-        print(f"{chapter}: {'done' if info['complete'] else 'FAILED ' + info['error']} in {info['elapsed_s']:.0f} s",
-              flush=True)
-        if not info["complete"]:
+        what = ("done" if not info["error"] else f"done, claims FAILED: {info['failed_claims']}"
+                if info["complete"] else "FAILED " + info["error"])
+        print(f"{chapter}: {what} in {info['elapsed_s']:.0f} s", flush=True)
+        if not info["complete"] or info["failed_claims"]:  # a failed claim fails `make full` too
             failed.append(chapter)
     print(json.dumps({"failed": failed}))
     return 1 if failed else 0

@@ -460,13 +460,15 @@ def claim_anchor(cid: str) -> str:
     return "claim-" + re.sub(r"[^a-z0-9_-]", "-", cid)
 
 
-def mark_claims(doctree, known: list[str] | None = None, failed_records: list[str] | None = None) -> dict:
+def mark_claims(doctree, known: list[str] | None = None, failed_records: list[str] | None = None,
+                full_scale: bool = False) -> dict:
     """Anchor each claim at the first output that names it; banner the chapter if any failed.
 
     A claim's pass line (``[PASS] id ...``) is where it was made; a claim printed with ``show=False``
     has only its row in the ``run.report()`` table, which is used instead (``known``: the chapter's
     recorded ids, since that table cuts ids at 44 characters). Failures come from ``[FAIL]`` lines
-    in the outputs and from ``failed_records`` (the last run's records). Returns what was done:
+    in the outputs and from ``failed_records`` (the last run's records). ``full_scale``: a committed
+    appendix page, whose claims the report (built from this build's runs) does not list. Returns what was done:
     ``{"anchors": {id: anchor}, "failed": [ids]}``.
     """
     from docutils import nodes
@@ -496,7 +498,8 @@ def mark_claims(doctree, known: list[str] | None = None, failed_records: list[st
                 break
     if failed:
         banner = nodes.error()
-        para = nodes.paragraph(text=f"{len(failed)} claim(s) of this chapter FAILED in the last run: ")
+        where = "at full scale" if full_scale else "in the last run"
+        para = nodes.paragraph(text=f"{len(failed)} claim(s) of this chapter FAILED {where}: ")
         for i, cid in enumerate(failed):
             if i:
                 para += nodes.Text(", ")
@@ -505,6 +508,11 @@ def mark_claims(doctree, known: list[str] | None = None, failed_records: list[st
             para += ref
         from sphinx import addnodes
 
+        if full_scale:
+            para += nodes.Text(". The failing cell prints each one with its values; every cell after it still ran.")
+            banner += para
+            _insert_banner(doctree, banner)
+            return {"anchors": anchored, "failed": failed}
         para += nodes.Text(". The ")
         report = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget="/book/verification",
                                        refexplicit=True, refwarn=True)
@@ -512,16 +520,26 @@ def mark_claims(doctree, known: list[str] | None = None, failed_records: list[st
         para += report
         para += nodes.Text(" lists them with their values.")
         banner += para
-        section = next(iter(doctree.findall(nodes.section)), None)
-        if section is not None and section.children and isinstance(section[0], nodes.title):
-            section.insert(1, banner)
-        else:
-            doctree.insert(0, banner)
+        _insert_banner(doctree, banner)
     return {"anchors": anchored, "failed": failed}
+
+
+def _insert_banner(doctree, banner) -> None:
+    """Right under the page's title (at the top where it has none)."""
+    from docutils import nodes
+
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if section is not None and section.children and isinstance(section[0], nodes.title):
+        section.insert(1, banner)
+    else:
+        doctree.insert(0, banner)
 
 
 def _doctree_read(app, doctree) -> None:
     docname = app.env.docname
+    if docname.startswith("results/full/") and docname != "results/full/index":
+        mark_claims(doctree, full_scale=True)  # failures from the committed outputs' [FAIL] lines
+        return
     if not docname.startswith("notebooks/"):
         return
     from .claims import load_records
