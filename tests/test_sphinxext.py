@@ -192,3 +192,14 @@ def test_launch_buttons_are_left_out_until_a_repository_url_is_set():
     config = SimpleNamespace(html_theme_options={"repository_url": url, "launch_buttons": dict(buttons)})
     sphinxext._launch_buttons_need_a_repository(config)
     assert config.html_theme_options["launch_buttons"] == buttons
+
+
+def test_the_report_names_claims_that_failed_at_full_scale(tmp_path, monkeypatch):
+    from blindspots import fullscale
+
+    monkeypatch.setattr(fullscale, "failed_claims", lambda root=None: [("demo/01_a", ["demo-gain"])])
+    _write(tmp_path / "records", "masked/01_setup", "ok")
+    for folder in (tmp_path / "none", tmp_path / "records"):  # without and with this build's records
+        text = sphinxext.verification_markdown(folder)
+        box = text.split("```{error}", 1)[1].split("```", 1)[0]
+        assert "FAILED at full scale" in box and "{doc}`/results/full/demo/01_a`: `demo-gain`" in box

@@ -168,17 +168,36 @@ def run_chapter(chapter: str, root: Path | None = None, device: str = "auto") ->
     return info
 
 
+def failed_claims(root: Path | None = None) -> list[tuple[str, list[str]]]:
+    """``(chapter, claim ids)`` for every committed full-scale run in which claims failed, in book order."""
+    root = Path(root or runtime.repo_root())
+    out = []
+    for chapter in chapters(root):
+        info = run_info(output_path(chapter, root)) or {}
+        if info.get("failed_claims"):
+            out.append((chapter, list(info["failed_claims"])))
+    return out
+
+
+def failed_claims_box(root: Path | None = None) -> list[str]:
+    """A red MyST box naming the claims that failed at full scale (no lines when none did)."""
+    failing = failed_claims(root)
+    if not failing:
+        return []
+    named = "; ".join(f"{{doc}}`/{RESULTS.as_posix()}/{ch}`: " + ", ".join(f"`{c}`" for c in ids) for ch, ids in failing)
+    return ["```{error}", f"Claims that FAILED at full scale: {named}. Each page shows the failing cell and every "
+            "cell after it; the chapter's prose says what the failure means.", "```", ""]
+
+
 def appendix_markdown(root: Path | None = None) -> str:
     """The appendix index: each chapter's full-scale run, or the command that makes it."""
     root = Path(root or runtime.repo_root())
     lines = ["| chapter | full-scale run | device and date | time (s) | commit |", "|---|---|---|---|---|"]
-    waiting, failing = [], []
+    waiting = []
     for chapter in chapters(root):
         info = run_info(output_path(chapter, root))
         if info and info.get("complete"):
             fails = info.get("failed_claims") or []
-            if fails:
-                failing.append((chapter, fails))
             mark = " **claim failed:** " + ", ".join(f"`{c}`" for c in fails) if fails else ""
             lines.append(f"| {{doc}}`/notebooks/{chapter}` | {{doc}}`/{RESULTS.as_posix()}/{chapter}`{mark} | "
                          f"{_cell(info.get('provenance', '').split(': ', 1)[-1])} | {info['elapsed_s']:.0f} | "
@@ -187,11 +206,7 @@ def appendix_markdown(root: Path | None = None) -> str:
             why = f"failed: {_cell(info['error'])}" if info and info.get("error") else "not run yet"
             lines.append(f"| {{doc}}`/notebooks/{chapter}` | {why} | – | – | – |")
             waiting.append(chapter)
-    if failing:  # above the table, in red: a full-scale result that contradicts its claim
-        named = "; ".join(f"{{doc}}`/{RESULTS.as_posix()}/{ch}`: " + ", ".join(f"`{c}`" for c in fails)
-                          for ch, fails in failing)
-        lines = ["```{error}", f"Claims that FAILED at full scale: {named}. Each page shows the failing cell and "
-                 "every cell after it; the chapter's prose says what the failure means.", "```", ""] + lines
+    lines = failed_claims_box(root) + lines  # above the table, in red
     if waiting:
         lines += ["", "Waiting for a run (paper scale is meant for a GPU; `make full` resumes where it stopped):",
                   "", "```bash"] + [f"make full CHAPTERS={c}" for c in waiting] + ["```"]

@@ -229,9 +229,12 @@ def verification_markdown(claims_dir: Path) -> str:
     the planted errors that kill each verification."""
     from .claims import KINDS, MARGIN_WARNING, load_records
 
+    from .fullscale import failed_claims_box
+
+    full_box = failed_claims_box(runtime.repo_root())  # committed runs: shown whatever this build ran
     records = load_records(claims_dir) if Path(claims_dir).is_dir() else []
     if not records:
-        return ("```{note}\nNo claim records were found in `" + str(claims_dir) +
+        return "\n".join(full_box) + ("```{note}\nNo claim records were found in `" + str(claims_dir) +
                 "`. Run `make book` (or `make test`) to execute the notebooks.\n```\n")
     mutants, summary = _mutant_records(claims_dir)
     by_chapter: dict[str, list[dict]] = {}
@@ -252,6 +255,7 @@ def verification_markdown(claims_dir: Path) -> str:
         lines += ["```{error}", f"{len(failed)} claim(s) FAILED in the last run:", ""]
         lines += [f"- `{r.get('notebook')}`: `{r['id']}`: {r['statement']}" for r in failed]
         lines += ["```", ""]
+    lines += full_box
     unlabelled = [r for r in records if r["kind"] not in KINDS]
     if unlabelled:
         lines += ["```{error}", f"{len(unlabelled)} claim(s) carry no kind:", ""]
