@@ -102,6 +102,7 @@ def test_a_failed_claim_still_runs_every_cell_and_is_named_in_the_index(tmp_path
     printed = "".join(o.get("text", "") for c in nbformat.read(out, as_version=4).cells
                       if c.cell_type == "code" for o in c.outputs)
     assert "after the failure" in printed
+    assert not any("papermill-error" in str(c.metadata) for c in nbformat.read(out, as_version=4).cells)
     index = fullscale.appendix_markdown()
     assert index.startswith("```{error}") and "`demo-gain`" in index.split("```", 2)[1]
     assert "{doc}`/results/full/demo/01_a` **claim failed:** `demo-gain`" in index

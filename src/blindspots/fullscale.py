@@ -149,6 +149,8 @@ def run_chapter(chapter: str, root: Path | None = None, device: str = "auto") ->
     finally:
         staged.unlink(missing_ok=True)
     nb = nbformat.read(out, as_version=4)
+    # papermill's red "stopped here" markers: wrong when allow_errors ran on, and the page's banner names the claims
+    nb.cells = [c for c in nb.cells if "papermill-error-cell-tag" not in c.metadata.get("tags", [])]
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
               if o.get("output_type") == "error"]
     failed_claims = [m.group(1) for o in errors if o.get("ename") == "ClaimFailed"
