@@ -181,9 +181,8 @@ def failed_claims(root: Path | None = None) -> list[tuple[str, list[str]]]:
     return out
 
 
-def failed_claims_box(root: Path | None = None) -> list[str]:
-    """A red MyST box naming the claims that failed at full scale (no lines when none did)."""
-    failing = failed_claims(root)
+def failed_claims_box(failing: list[tuple[str, list[str]]]) -> list[str]:
+    """A red MyST box naming the claims of :func:`failed_claims` (no lines when none failed)."""
     if not failing:
         return []
     named = "; ".join(f"{{doc}}`/{RESULTS.as_posix()}/{ch}`: " + ", ".join(f"`{c}`" for c in ids) for ch, ids in failing)
@@ -195,11 +194,13 @@ def appendix_markdown(root: Path | None = None) -> str:
     """The appendix index: each chapter's full-scale run, or the command that makes it."""
     root = Path(root or runtime.repo_root())
     lines = ["| chapter | full-scale run | device and date | time (s) | commit |", "|---|---|---|---|---|"]
-    waiting = []
+    waiting, failing = [], []
     for chapter in chapters(root):
         info = run_info(output_path(chapter, root))
         if info and info.get("complete"):
             fails = info.get("failed_claims") or []
+            if fails:
+                failing.append((chapter, list(fails)))
             mark = " **claim failed:** " + ", ".join(f"`{c}`" for c in fails) if fails else ""
             lines.append(f"| {{doc}}`/notebooks/{chapter}` | {{doc}}`/{RESULTS.as_posix()}/{chapter}`{mark} | "
                          f"{_cell(info.get('provenance', '').split(': ', 1)[-1])} | {info['elapsed_s']:.0f} | "
@@ -208,7 +209,7 @@ def appendix_markdown(root: Path | None = None) -> str:
             why = f"failed: {_cell(info['error'])}" if info and info.get("error") else "not run yet"
             lines.append(f"| {{doc}}`/notebooks/{chapter}` | {why} | – | – | – |")
             waiting.append(chapter)
-    lines = failed_claims_box(root) + lines  # above the table, in red
+    lines = failed_claims_box(failing) + lines  # above the table, in red
     if waiting:
         lines += ["", "Waiting for a run (paper scale is meant for a GPU; `make full` resumes where it stopped):",
                   "", "```bash"] + [f"make full CHAPTERS={c}" for c in waiting] + ["```"]
@@ -238,8 +239,12 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"{chapter}: running at full scale ...", flush=True)
         info = run_chapter(chapter, root, args.device)
-        what = ("done" if not info["error"] else f"done, claims FAILED: {info['failed_claims']}"
-                if info["complete"] else "FAILED " + info["error"])
+        if not info["complete"]:
+            what = "FAILED " + info["error"]
+        elif info["failed_claims"]:
+            what = f"done, claims FAILED: {info['failed_claims']}"
+        else:
+            what = "done"
         print(f"{chapter}: {what} in {info['elapsed_s']:.0f} s", flush=True)
         if not info["complete"] or info["failed_claims"]:  # a failed claim fails `make full` too
             failed.append(chapter)

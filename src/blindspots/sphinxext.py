@@ -229,9 +229,9 @@ def verification_markdown(claims_dir: Path) -> str:
     the planted errors that kill each verification."""
     from .claims import KINDS, MARGIN_WARNING, load_records
 
-    from .fullscale import failed_claims_box
+    from .fullscale import failed_claims, failed_claims_box
 
-    full_box = failed_claims_box(runtime.repo_root())  # committed runs: shown whatever this build ran
+    full_box = failed_claims_box(failed_claims(runtime.repo_root()))  # committed runs: shown whatever this build ran
     records = load_records(claims_dir) if Path(claims_dir).is_dir() else []
     if not records:
         return "\n".join(full_box) + ("```{note}\nNo claim records were found in `" + str(claims_dir) +
@@ -512,31 +512,22 @@ def mark_claims(doctree, known: list[str] | None = None, failed_records: list[st
             para += ref
         from sphinx import addnodes
 
-        if full_scale:
+        if full_scale:  # the report lists this build's runs, not the committed appendix
             para += nodes.Text(". The failing cell prints each one with its values; every cell after it still ran.")
-            banner += para
-            _insert_banner(doctree, banner)
-            return {"anchors": anchored, "failed": failed}
-        para += nodes.Text(". The ")
-        report = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget="/book/verification",
-                                       refexplicit=True, refwarn=True)
-        report += nodes.inline(text="verification report")
-        para += report
-        para += nodes.Text(" lists them with their values.")
+        else:
+            para += nodes.Text(". The ")
+            report = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget="/book/verification",
+                                           refexplicit=True, refwarn=True)
+            report += nodes.inline(text="verification report")
+            para += report
+            para += nodes.Text(" lists them with their values.")
         banner += para
-        _insert_banner(doctree, banner)
+        section = next(iter(doctree.findall(nodes.section)), None)
+        if section is not None and section.children and isinstance(section[0], nodes.title):
+            section.insert(1, banner)
+        else:
+            doctree.insert(0, banner)
     return {"anchors": anchored, "failed": failed}
-
-
-def _insert_banner(doctree, banner) -> None:
-    """Right under the page's title (at the top where it has none)."""
-    from docutils import nodes
-
-    section = next(iter(doctree.findall(nodes.section)), None)
-    if section is not None and section.children and isinstance(section[0], nodes.title):
-        section.insert(1, banner)
-    else:
-        doctree.insert(0, banner)
 
 
 def _doctree_read(app, doctree) -> None:
