@@ -31,6 +31,48 @@ def test_failing_claim_raises_readably_and_is_recorded(records):
     assert json.loads((folder / "wrong.json").read_text())["passed"] is False
 
 
+def test_all_hold_makes_every_claim_then_raises_once_naming_each_failure(records, capsys):
+    # a loop of claims must not hide the claims after its first failure
+    folder, _ = records
+    with pytest.raises(claims.ClaimFailed) as err:
+        with claims.all_hold():
+            claims.claim("first-wrong", "one equals two", 1.0, 2.0, 0.5, kind="verification")
+            claims.claim("holds", "two equals two", 2.0, 2.0, 0.5, kind="verification")
+            claims.claim_bound("second-wrong", "three is below one", 3.0, "<", 1.0, kind="verification")
+    assert err.value.ids == ["first-wrong", "second-wrong"]
+    assert claims.failed_ids(str(err.value)) == ["first-wrong", "second-wrong"]
+    assert [json.loads((folder / f"{c}.json").read_text())["passed"] for c in ("first-wrong", "holds", "second-wrong")] \
+        == [False, True, False]
+    out = capsys.readouterr().out
+    assert "first-wrong" in out and "[PASS] holds" in out and "second-wrong" in out
+    claims.claim("after", "outside the block a failure raises at once", 1.0, 1.0, 0.5, kind="verification")
+    with pytest.raises(claims.ClaimFailed, match="claim 'late' failed"):
+        claims.claim("late", "one equals two", 1.0, 2.0, 0.5, kind="verification")
+
+
+def test_all_hold_passes_silently_nests_once_and_lets_other_errors_through(records):
+    with claims.all_hold():
+        claims.claim("ok", "fine", 1.0, 1.0, 0.5, kind="verification")
+    with pytest.raises(claims.ClaimFailed) as err:
+        with claims.all_hold():
+            with claims.all_hold():  # nested: the outer block raises, once, for both
+                claims.claim("inner", "one equals two", 1.0, 2.0, 0.5, kind="verification")
+            claims.claim("outer", "one equals two", 1.0, 2.0, 0.5, kind="verification")
+    assert err.value.ids == ["inner", "outer"]
+    with pytest.raises(ZeroDivisionError):
+        with claims.all_hold():
+            claims.claim("before", "one equals two", 1.0, 2.0, 0.5, kind="verification")
+            1 / 0
+    with pytest.raises(claims.ClaimFailed):  # the block closed: no failure is left waiting
+        claims.claim("fresh", "one equals two", 1.0, 2.0, 0.5, kind="verification")
+
+
+def test_failed_ids_reads_the_ids_back_from_message_text():
+    assert claims.failed_ids("claim 'a-1' failed: x\n  [FAIL] ...\nclaim 'b.2' failed: y") == ["a-1", "b.2"]
+    assert claims.failed_ids("") == [] and claims.failed_ids("ValueError: claim nothing") == []
+    assert claims.ClaimFailed("claim 'z' failed: w").ids == ["z"]
+
+
 def test_relative_tolerance(records):
     claims.claim("rel", "relative", 1.0 + 1e-9, 1.0, 1e-8, rel=True, kind="verification")
     with pytest.raises(claims.ClaimFailed):

@@ -107,3 +107,18 @@ def test_a_failed_claim_still_runs_every_cell_and_is_named_in_the_index(tmp_path
     assert index.startswith("```{error}") and "`demo-gain`" in index.split("```", 2)[1]
     assert "{doc}`/results/full/demo/01_a` **claim failed:** `demo-gain`" in index
     assert "make full CHAPTERS=demo/01_a" not in index
+
+
+def test_every_claim_of_an_all_hold_block_that_failed_is_recorded(tmp_path, monkeypatch):
+    _fake_book(tmp_path)
+    nb = nbformat.read(tmp_path / "notebooks/demo/01_a.ipynb", as_version=4)
+    nb.cells[-1].source = ("from blindspots import claims\n"
+                           "with claims.all_hold():\n"
+                           "    for cid in ('demo-a', 'demo-b'):\n"
+                           "        claims.claim_bound(cid, 'the gain is positive', -3.0, '>', 0.0, kind='verification')")
+    nbformat.write(nb, tmp_path / "notebooks/demo/01_a.ipynb")
+    monkeypatch.setattr(fullscale.runtime, "repo_root", lambda: tmp_path)
+    monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path / "claims"))
+    assert fullscale.main(["demo/01_a"]) == 1
+    info = fullscale.run_info(fullscale.output_path("demo/01_a"))
+    assert info["complete"] is True and info["failed_claims"] == ["demo-a", "demo-b"]

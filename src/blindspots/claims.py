@@ -17,6 +17,10 @@ tolerance) or :func:`claim_bound` (an inequality). A claim
   count as verified results;
 * records its *margin*, how much of its tolerance it used (see :func:`margin`);
   :func:`table` prints every claim of the run with it.
+
+Inside ``with all_hold():`` a failing claim does not raise at once: every claim of the
+block is made, and one :class:`ClaimFailed` naming each that failed is raised at the
+end, so a loop of claims does not hide the claims after its first failure.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -36,8 +42,45 @@ MARGIN_WARNING = 0.8  # the report flags claims that used more than this share o
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
+_FAILED = re.compile(r"claim '([a-z0-9][a-z0-9_.-]*)' failed")
+
+
 class ClaimFailed(AssertionError):
-    """A numerical claim did not hold."""
+    """A numerical claim did not hold. ``ids`` names the claims that failed (several after :func:`all_hold`)."""
+
+    def __init__(self, message: str, ids: list[str] | None = None):
+        super().__init__(message)
+        self.ids = list(ids) if ids is not None else failed_ids(message)
+
+
+def failed_ids(message: str) -> list[str]:
+    """The ids of the failed claims that a :class:`ClaimFailed` message names, in order.
+
+    For a failure read back from a notebook's error output, where only the message text survives.
+    """
+    return _FAILED.findall(message or "")
+
+
+_deferred: list[list["Claim"]] = []  # one list per open all_hold block; failures wait there
+
+
+@contextmanager
+def all_hold() -> Iterator[None]:
+    """Make every claim in the block, then raise one :class:`ClaimFailed` naming each that failed.
+
+    Nested blocks share the outermost one, which raises once. An exception other than a failed claim
+    propagates unchanged; the claims that failed before it are recorded (JSON) and printed as usual.
+    """
+    if _deferred:  # nested: the outer block collects and raises
+        yield
+        return
+    _deferred.append([])
+    try:
+        yield
+    finally:
+        failed = _deferred.pop()
+    if failed:
+        raise ClaimFailed("\n".join(_failure_message(c) for c in failed), [c.id for c in failed])
 
 
 def _round(value: float, digits: int) -> str:
@@ -175,8 +218,15 @@ def _finish(c: Claim, show: bool | str) -> Claim:
     elif show == "pass":
         print(c.pass_line())
     if not c.passed:
-        raise ClaimFailed(f"claim {c.id!r} failed: {c.statement}\n  {c.line()}")
+        if _deferred:
+            _deferred[-1].append(c)
+        else:
+            raise ClaimFailed(_failure_message(c), [c.id])
     return c
+
+
+def _failure_message(c: Claim) -> str:
+    return f"claim {c.id!r} failed: {c.statement}\n  {c.line()}"
 
 
 def _validate(cid: str, statement: str, digits: int, kind: str = "verification",

@@ -22,7 +22,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import runtime
+from . import claims, runtime
 
 RESULTS = Path("results") / "full"
 PROVENANCE_TAG = "full-scale-provenance"
@@ -153,10 +153,10 @@ def run_chapter(chapter: str, root: Path | None = None, device: str = "auto") ->
     nb.cells = [c for c in nb.cells if "papermill-error-cell-tag" not in c.metadata.get("tags", [])]
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
               if o.get("output_type") == "error"]
-    failed_claims = [m.group(1) for o in errors if o.get("ename") == "ClaimFailed"
-                     for m in [re.match(r"claim '([^']+)' failed", o.get("evalue", ""))] if m]
+    claim_errors = [claims.failed_ids(o.get("evalue", "")) for o in errors if o.get("ename") == "ClaimFailed"]
+    failed_claims = [cid for ids in claim_errors for cid in ids]
     # a run whose every error is a failed claim measured everything: it is a result, not a crash
-    measured = error is not None and bool(errors) and len(failed_claims) == len(errors)
+    measured = error is not None and bool(errors) and len(claim_errors) == len(errors) and all(claim_errors)
     info = {"chapter": chapter, "complete": error is None or measured, "error": error,
             "failed_claims": failed_claims,
             "elapsed_s": round(time.perf_counter() - start, 1), "commit": git_commit(root),
