@@ -172,3 +172,62 @@ def test_context_for_discrepancy_inverts_the_fit():
     exp_fit = r.DecayFit("exponential", 0.0, 0.1, 0.0, 0.0, np.array([1.0]))
     assert r.context_for_discrepancy(exp_fit, -1.0) == pytest.approx(10.0)
     assert r.context_for_discrepancy(r.DecayFit("power", 0.0, 0.0, 0, 0, np.array([1.0])), -1.0) == math.inf
+
+
+def test_calibrated_ngram_ratio_is_near_bayes_on_markov_sources_beyond_the_lower_side():
+    # order 2 is the sources' own model class: the isotonic-calibrated ratio is the posterior up to estimation,
+    # so its Brier score (an upper bound on U) meets the exact U within the bootstrap spread, also at k = 24
+    rng = np.random.default_rng(3)
+    x_tr, y_tr = r.markov_windows(MARKOV, 1500, 64, rng)
+    x_te, y_te = r.markov_windows(MARKOV, 1500, 64, rng)
+    boot = r.resample_weights(np.arange(len(y_te)), 200, rng)
+    cells = r.ngram_ratio_cells(x_tr, y_tr, np.arange(len(y_tr)), x_te, y_te, boot, r.calibration_floor(len(y_te)),
+                                [8, 16, 24], 2, rng)
+    for c in cells:
+        exact = r.markov_exact_uncertainty(MARKOV, c.k)
+        assert c.side == "upper" and c.estimator == "2-gram ratio"
+        assert abs(c.brier - exact) < 4 * c.se("brier")
+
+
+def test_calibrated_ngram_ratio_of_identical_sources_predicts_the_prior():
+    same = r.MarkovPair(((0.7, 0.3), (0.3, 0.7)), ((0.7, 0.3), (0.3, 0.7)))
+    rng = np.random.default_rng(4)
+    x, y = r.markov_windows(same, 1000, 32, rng)
+    model = r.fit_calibrated_ngram(x, y, np.arange(len(y)), 2, 16, rng)
+    x_new, y_new = r.markov_windows(same, 2000, 32, rng)
+    err = (y_new - model.predict(r.visible_spans(x_new, 16, rng))) ** 2
+    # no predictor beats the prior's 1/4 when the sources are the same; a little overfit only raises it
+    assert err.mean() > 0.25 - 4 * err.std() / np.sqrt(err.size)
+    with pytest.raises(ValueError, match="too few"):
+        r.fit_calibrated_ngram(x[:1], y[:1], np.zeros(1), 2, 8, rng)
+
+
+def test_joint_upper_bound_is_the_smallest_bonferroni_bound():
+    rng = np.random.default_rng(5)
+    groups = np.repeat(np.arange(200), 2)
+    boot = r.resample_weights(groups, 400, rng)
+    y = (np.arange(400) % 2).astype(float)
+    good = r.cell_estimate(64, "good", "upper", np.clip(y + rng.normal(0, 0.1, 400), 0, 1), y, boot, 1e-4)
+    poor = r.cell_estimate(64, "poor", "upper", np.clip(y + rng.normal(0, 0.4, 400), 0, 1), y, boot, 1e-4)
+    joint = r.joint_upper_bound([good, poor])
+    assert joint == pytest.approx(good.upper_bound(0.975))
+    assert joint >= good.upper_bound(0.95)  # the price of taking the smaller of two bounds
+    assert r.joint_upper_bound([good]) == pytest.approx(good.upper_bound(0.95))
+    lower = r.cell_estimate(64, "n-gram", "lower", y * 0.9, y, boot, 1e-4)
+    other_k = r.cell_estimate(32, "good", "upper", y * 0.9, y, boot, 1e-4)
+    for bad, match in (([], "at least one"), ([good, lower], "upper-side cells only"), ([good, other_k], "same U"),):
+        with pytest.raises(ValueError, match=match):
+            r.joint_upper_bound(bad)
+    with pytest.raises(ValueError, match="level must lie in"):
+        r.joint_upper_bound([good], level=1.0)
+
+
+def test_brier_by_document_sums_squared_errors_per_document():
+    p = np.array([0.9, 0.1, 0.5, 0.0])
+    y = np.array([1.0, 1.0, 0.0, 0.0])
+    shares = r.brier_by_document(p, y, np.array([7, 7, 3, 5]))
+    total = 0.01 + 0.81 + 0.25
+    assert [d for d, _ in shares] == [7, 3, 5]
+    assert [s for _, s in shares] == pytest.approx([0.82 / total, 0.25 / total, 0.0])
+    with pytest.raises(ValueError, match="same length"):
+        r.brier_by_document(p, y, np.array([1, 2]))

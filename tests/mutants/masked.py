@@ -284,9 +284,11 @@ MUTANTS += [
                  "    ids[values[_np.argsort(first)]] = _np.arange(values.size)\n"
                  "    return ids[w], owner\n"
                  "_c.document_windows = _per_mode\n"),
-    Mutant("masked-08-classifier-ignores-context", _NB08, "decay-code-prose",
-           "the classifier ignores the visible context: its features are all zero, so it predicts the prior",
+    Mutant("masked-08-upper-side-ignores-context", _NB08, "decay-code-prose",
+           "both upper-side predictors ignore the visible context: the logistic regression's features are all zero "
+           "and the n-gram log-likelihood ratio is 0, so each predicts the prior",
            patch="import numpy as _np\nimport blindspots.masked.residual as _r\n"
                  "_r.span_features = lambda spans, richness='bigram', n_buckets=4096: "
-                 "_np.zeros((len(spans), 256), dtype=_np.float32)\n"),
+                 "_np.zeros((len(spans), 256), dtype=_np.float32)\n"
+                 "_r.CalibratedNgram.log_ratio = lambda self, spans: _np.zeros(len(spans))\n"),
 ]

@@ -5,8 +5,11 @@ uncertainty is ``U(k) = E[omega(1 - omega)]`` with ``omega = P(Z = 1 | x_V)`` th
 ({prf:ref}`def-masked-real-residual`). By {prf:ref}`prop-masked-brier-side`, any predictor ``b`` of
 ``Z`` has Brier score ``E[(Z - b)^2] = U + E[(b - omega)^2] >= U``, so
 
-* a calibrated classifier (here: an L2 logistic regression on bag-of-bytes plus hashed n-grams with
-  isotonic calibration, :func:`fit_calibrated_logistic`) gives an *upper* bound: the pinning side;
+* a calibrated classifier gives an *upper* bound: the pinning side. Two are used: an L2 logistic
+  regression on bag-of-bytes plus hashed n-grams with isotonic calibration (:func:`fit_calibrated_logistic`),
+  and the byte n-gram log-likelihood ratio of the two modes with isotonic calibration
+  (:func:`fit_calibrated_ngram`); :func:`joint_upper_bound` takes the smaller of their bounds, Bonferroni
+  corrected;
 * the low-visibility side needs a near-Bayes posterior: an interpolated (Witten-Bell) byte n-gram model
   of each mode, :class:`BackoffNgram`, whose likelihood ratio is the posterior for short ``k``.
 
@@ -28,7 +31,8 @@ __all__ = ["visible_spans", "BackoffNgram", "ngram_posterior", "span_features", 
            "resample_weights", "CellEstimate", "cell_estimate", "censor_reason", "calibration_floor",
            "BRIER_RATIO_MAX", "MarkovPair", "markov_exact_uncertainty", "markov_chernoff_rate", "sample_markov",
            "DecayFit", "fit_decay", "compare_decay", "log_slope", "slope_replicates", "context_for_discrepancy",
-           "RICHNESS", "markov_windows", "ngram_cells", "classifier_cells"]
+           "RICHNESS", "markov_windows", "ngram_cells", "classifier_cells", "CalibratedNgram", "fit_calibrated_ngram",
+           "ngram_ratio_cells", "joint_upper_bound", "brier_by_document"]
 
 #: a cell whose Brier score exceeds this multiple of its plug-in U fails the calibration check
 BRIER_RATIO_MAX = 2.0
@@ -196,6 +200,43 @@ def fit_calibrated_logistic(X: np.ndarray, y: np.ndarray, groups: np.ndarray, C:
     return CalibratedLogistic(logistic, iso)
 
 
+@dataclass
+class CalibratedNgram:
+    """The log-likelihood ratio of two byte n-gram models (mode 1 over mode 0) and the isotonic map from it to
+    ``P(Z = 1)``, fitted on held-out training documents. For spans longer than the models' order the raw ratio
+    is over-confident (it treats the bytes as a Markov chain of that order); the isotonic map corrects it."""
+
+    model_a: BackoffNgram
+    model_b: BackoffNgram
+    isotonic: object
+
+    def log_ratio(self, spans: np.ndarray) -> np.ndarray:
+        return self.model_a.log_prob(spans) - self.model_b.log_prob(spans)
+
+    def predict(self, spans: np.ndarray) -> np.ndarray:
+        return np.clip(self.isotonic.predict(self.log_ratio(spans)), 0.0, 1.0)
+
+
+def fit_calibrated_ngram(windows: np.ndarray, y: np.ndarray, groups: np.ndarray, order: int, k: int,
+                         rng: np.random.Generator, calib_fraction: float = 0.3, seed: int = 0) -> CalibratedNgram:
+    """Fit one n-gram model per mode on part of the training documents, and scikit-learn's isotonic regression of
+    the label on their log-likelihood ratio over one random span of ``k`` bytes of each window of the rest (split
+    by document, as in :func:`fit_calibrated_logistic`)."""
+    from sklearn.isotonic import IsotonicRegression
+
+    from .corpora import split_by_document
+
+    windows, y = np.asarray(windows), np.asarray(y)
+    calib = split_by_document(groups, calib_fraction, seed=seed + 1)
+    if calib.all() or not calib.any() or len(np.unique(y[~calib])) < 2 or len(np.unique(y[calib])) < 2:
+        raise ValueError("the training documents are too few to split into a fit and a calibration part")
+    fit = windows[~calib]
+    model = CalibratedNgram(BackoffNgram(order).fit(fit[y[~calib] == 1]), BackoffNgram(order).fit(fit[y[~calib] == 0]),
+                            IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip"))
+    model.isotonic.fit(model.log_ratio(visible_spans(windows[calib], int(k), rng)), y[calib])
+    return model
+
+
 # ----------------------------------------------------------------------------- cells, bootstrap, censoring
 
 def resample_weights(groups: np.ndarray, n_boot: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -248,6 +289,7 @@ class CellEstimate:
     floor: float
     censored: str
     order_reached: float | None = None
+    p: np.ndarray | None = field(default=None, repr=False)  # the predictions, one per test window
 
     def interval(self, what: str = "u", level: float = 0.95) -> tuple[float, float]:
         reps = self.u_boot if what == "u" else self.brier_boot
@@ -286,7 +328,21 @@ def cell_estimate(k: int, estimator: str, side: str, p: np.ndarray, y: np.ndarra
     denom = W @ count
     u, b = float(unc.mean()), float(sq.mean())
     return CellEstimate(int(k), estimator, side, u, b, (W @ sums_u) / denom, (W @ sums_b) / denom, floor,
-                        censor_reason(u, b, floor), order_reached)
+                        censor_reason(u, b, floor), order_reached, p)
+
+
+def brier_by_document(p: np.ndarray, y: np.ndarray, groups: np.ndarray) -> list[tuple[int, float]]:
+    """``(document, share of the summed squared error)`` for every test document, largest share first: where a
+    Brier score comes from."""
+    p, y, groups = np.asarray(p, dtype=float), np.asarray(y, dtype=float), np.asarray(groups)
+    if not p.shape == y.shape == groups.shape or p.ndim != 1:
+        raise ValueError("p, y and groups must be 1-d arrays of the same length")
+    docs, inverse = np.unique(groups, return_inverse=True)
+    sums = np.bincount(inverse, (y - p) ** 2, docs.size)
+    total = sums.sum()
+    shares = sums / total if total > 0 else np.zeros_like(sums)
+    order = np.argsort(-shares, kind="stable")
+    return [(int(docs[i]), float(shares[i])) for i in order]
 
 
 # ----------------------------------------------------------------------------- positive control: Markov sources
@@ -472,6 +528,34 @@ def classifier_cells(train: np.ndarray, y_train: np.ndarray, groups_train: np.nd
         cells.append(cell_estimate(int(k), f"logistic-{richness}", "upper", model.predict(X_test), y_test, boot,
                                    floor))
     return cells
+
+
+def ngram_ratio_cells(train: np.ndarray, y_train: np.ndarray, groups_train: np.ndarray, test: np.ndarray,
+                      y_test: np.ndarray, boot: tuple, floor: float, ks, order: int, rng: np.random.Generator,
+                      seed: int = 0) -> list[CellEstimate]:
+    """Upper-side cells of the calibrated n-gram ratio (:func:`fit_calibrated_ngram`), recalibrated for each ``k``
+    on fresh spans and scored on one random span of each test window."""
+    cells = []
+    for k in ks:
+        model = fit_calibrated_ngram(train, y_train, groups_train, order, int(k), rng, seed=seed)
+        cells.append(cell_estimate(int(k), f"{order}-gram ratio", "upper", model.predict(visible_spans(test, int(k), rng)),
+                                   y_test, boot, floor))
+    return cells
+
+
+def joint_upper_bound(cells: list[CellEstimate], level: float = 0.95) -> float:
+    """The smallest of the upper-side cells' upper bounds on the same ``U(k)``, each at the Bonferroni level
+    ``1 - (1 - level) / m`` for ``m`` cells, so that the minimum is still a ``level`` bound (each cell's upper end
+    misses with probability at most ``(1 - level) / (2 m)``, by the union bound)."""
+    if not cells:
+        raise ValueError("cells must hold at least one upper-side cell")
+    if any(c.side != "upper" for c in cells):
+        raise ValueError("joint_upper_bound takes upper-side cells only (a lower-side U_hat is no bound)")
+    if len({c.k for c in cells}) != 1:
+        raise ValueError(f"the cells must bound the same U(k), got k = {sorted({c.k for c in cells})}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    return min(c.upper_bound(1 - (1 - level) / len(cells)) for c in cells)
 
 
 def markov_windows(pair: MarkovPair, n_docs: int, length: int, rng: np.random.Generator
