@@ -179,6 +179,17 @@ class CalibratedLogistic:
         return np.clip(self.isotonic.predict(self.logistic.decision_function(X)), 0.0, 1.0)
 
 
+def _calibration_split(groups: np.ndarray, y: np.ndarray, calib_fraction: float, seed: int) -> np.ndarray:
+    """Mask of the training windows whose documents calibrate (the rest fit), each part with both labels."""
+    from .corpora import split_by_document
+
+    y = np.asarray(y)
+    calib = split_by_document(groups, calib_fraction, seed=seed + 1)
+    if calib.all() or not calib.any() or len(np.unique(y[~calib])) < 2 or len(np.unique(y[calib])) < 2:
+        raise ValueError("the training documents are too few to split into a fit and a calibration part")
+    return calib
+
+
 def fit_calibrated_logistic(X: np.ndarray, y: np.ndarray, groups: np.ndarray, C: float = 1.0,
                             calib_fraction: float = 0.3, seed: int = 0, max_iter: int = 300) -> CalibratedLogistic:
     """Fit an L2 logistic regression on part of the training documents and scikit-learn's isotonic calibration
@@ -186,13 +197,9 @@ def fit_calibrated_logistic(X: np.ndarray, y: np.ndarray, groups: np.ndarray, C:
     from sklearn.isotonic import IsotonicRegression
     from sklearn.linear_model import LogisticRegression
 
-    from .corpora import split_by_document
-
     if not C > 0:
         raise ValueError(f"C must be > 0, got {C!r}")
-    calib = split_by_document(groups, calib_fraction, seed=seed + 1)
-    if calib.all() or not calib.any() or len(np.unique(y[~calib])) < 2 or len(np.unique(y[calib])) < 2:
-        raise ValueError("the training documents are too few to split into a fit and a calibration part")
+    calib = _calibration_split(groups, y, calib_fraction, seed)
     logistic = LogisticRegression(C=C, max_iter=max_iter, tol=1e-4)
     logistic.fit(X[~calib], y[~calib])
     iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
@@ -222,18 +229,26 @@ def fit_calibrated_ngram(windows: np.ndarray, y: np.ndarray, groups: np.ndarray,
     """Fit one n-gram model per mode on part of the training documents, and scikit-learn's isotonic regression of
     the label on their log-likelihood ratio over one random span of ``k`` bytes of each window of the rest (split
     by document, as in :func:`fit_calibrated_logistic`)."""
+    windows, y = np.asarray(windows), np.asarray(y)
+    models, calib = _fit_mode_models(windows, y, groups, order, calib_fraction, seed)
+    return _calibrate_ngram(*models, windows[calib], y[calib], k, rng)
+
+
+def _fit_mode_models(windows: np.ndarray, y: np.ndarray, groups: np.ndarray, order: int, calib_fraction: float,
+                     seed: int) -> tuple[tuple[BackoffNgram, BackoffNgram], np.ndarray]:
+    """The n-gram models of modes 1 and 0 on the fit part of the training documents, and the calibration mask."""
+    calib = _calibration_split(groups, y, calib_fraction, seed)
+    fit, y_fit = windows[~calib], y[~calib]
+    return (BackoffNgram(order).fit(fit[y_fit == 1]), BackoffNgram(order).fit(fit[y_fit == 0])), calib
+
+
+def _calibrate_ngram(model_a: BackoffNgram, model_b: BackoffNgram, windows: np.ndarray, y: np.ndarray, k: int,
+                     rng: np.random.Generator) -> CalibratedNgram:
+    """The isotonic map of two fitted mode models for spans of ``k`` bytes, on calibration windows."""
     from sklearn.isotonic import IsotonicRegression
 
-    from .corpora import split_by_document
-
-    windows, y = np.asarray(windows), np.asarray(y)
-    calib = split_by_document(groups, calib_fraction, seed=seed + 1)
-    if calib.all() or not calib.any() or len(np.unique(y[~calib])) < 2 or len(np.unique(y[calib])) < 2:
-        raise ValueError("the training documents are too few to split into a fit and a calibration part")
-    fit = windows[~calib]
-    model = CalibratedNgram(BackoffNgram(order).fit(fit[y[~calib] == 1]), BackoffNgram(order).fit(fit[y[~calib] == 0]),
-                            IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip"))
-    model.isotonic.fit(model.log_ratio(visible_spans(windows[calib], int(k), rng)), y[calib])
+    model = CalibratedNgram(model_a, model_b, IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip"))
+    model.isotonic.fit(model.log_ratio(visible_spans(windows, int(k), rng)), y)
     return model
 
 
@@ -532,12 +547,14 @@ def classifier_cells(train: np.ndarray, y_train: np.ndarray, groups_train: np.nd
 
 def ngram_ratio_cells(train: np.ndarray, y_train: np.ndarray, groups_train: np.ndarray, test: np.ndarray,
                       y_test: np.ndarray, boot: tuple, floor: float, ks, order: int, rng: np.random.Generator,
-                      seed: int = 0) -> list[CellEstimate]:
-    """Upper-side cells of the calibrated n-gram ratio (:func:`fit_calibrated_ngram`), recalibrated for each ``k``
-    on fresh spans and scored on one random span of each test window."""
+                      seed: int = 0, calib_fraction: float = 0.3) -> list[CellEstimate]:
+    """Upper-side cells of the calibrated n-gram ratio (:func:`fit_calibrated_ngram`): the two mode models are fitted
+    once, the isotonic map is refitted for each ``k`` on fresh spans, and each test window is scored on one random span."""
+    train, y_train = np.asarray(train), np.asarray(y_train)
+    models, calib = _fit_mode_models(train, y_train, groups_train, order, calib_fraction, seed)  # independent of k
     cells = []
     for k in ks:
-        model = fit_calibrated_ngram(train, y_train, groups_train, order, int(k), rng, seed=seed)
+        model = _calibrate_ngram(*models, train[calib], y_train[calib], int(k), rng)
         cells.append(cell_estimate(int(k), f"{order}-gram ratio", "upper", model.predict(visible_spans(test, int(k), rng)),
                                    y_test, boot, floor))
     return cells
