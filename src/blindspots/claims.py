@@ -42,7 +42,7 @@ MARGIN_WARNING = 0.8  # the report flags claims that used more than this share o
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
-_FAILED = re.compile(r"claim '([a-z0-9][a-z0-9_.-]*)' failed")
+_FAILED = re.compile("claim '(" + _ID.pattern.strip("^$") + ")' failed")  # the same id syntax as _ID
 
 
 class ClaimFailed(AssertionError):
