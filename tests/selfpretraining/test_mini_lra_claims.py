@@ -57,3 +57,50 @@ def test_lra_seed_pairs_arms_and_copies_only_qk():
     assert set(deep["rows"]) == {"scratch", "spt"} and deep["layers"] == 2
     again = mini_lra.lra_seed(101, sizes, data, other)
     assert again["rows"] == r["rows"]  # seeded
+
+
+def test_split_jobs_give_the_numbers_of_whole_seeds():
+    sizes = dict(d_model=8, n_heads=2, max_len=64, batch_size=8, lr=3e-3, mlm_prob=0.5, n_train=24, n_test=10,
+                 listops_min_length=10, listops_max_length=30, listops_max_depth=4, listops_max_args=4,
+                 spt_epochs=2, label_steps=2, data_seed=0, spt_checkpoints=[1])
+    data = mini_lra.task_data("listops", sizes, 0)
+    other = mini_lra.task_data("image", sizes, 0)
+    whole = [mini_lra.lra_seed(t, sizes, data, other) for t in mini_lra.lra_job_ids([1, 2], [0, 1], split=False)]
+    jobs = mini_lra.lra_job_ids([1, 2], [0, 1])
+    assert len(jobs) == 2 * len(whole) and {j // 1000 for j in jobs} == {1, 2}
+    merged = mini_lra.merge_lra_jobs([mini_lra.lra_seed(t, sizes, data, other) for t in jobs])
+    assert [(m["layers"], m["seed"]) for m in merged] == [(w["layers"], w["seed"]) for w in whole]
+    for m, w in zip(merged, whole):
+        assert list(m["rows"]) == list(w["rows"]) and m["rows"] == w["rows"]  # same arms, same order, same numbers
+        assert m["diag"] == w["diag"] and m["spt_loss"] == w["spt_loss"] and m["copied_qk"] == w["copied_qk"]
+        assert all(np.array_equal(m["positional_maps"][k], w["positional_maps"][k]) for k in w["positional_maps"])
+    assert "spt_1ep" in merged[0]["rows"]
+
+
+def test_lra_job_ids_reject_bad_input():
+    with pytest.raises(ValueError, match="depths"):
+        mini_lra.lra_job_ids([0], [0])
+    with pytest.raises(ValueError, match="seeds"):
+        mini_lra.lra_job_ids([1], [100])
+    with pytest.raises(ValueError, match="task"):
+        mini_lra.lra_seed(3101, {"data_seed": 0}, {}, {})
+
+
+def test_checkpoint_gap_is_zero_and_sees_an_aliased_checkpoint(monkeypatch):
+    sizes = dict(d_model=8, n_heads=2, max_len=64, batch_size=8, lr=3e-3, mlm_prob=0.5, n_train=24, n_test=10,
+                 spt_epochs=3, data_seed=0)
+    data = mini_lra.task_data("image", sizes, 0)
+    assert mini_lra.checkpoint_gap(sizes, data, 1, 1, 1) <= 1e-7
+    from blindspots.selfpretraining import train
+    real = train.pretrain
+
+    def aliased(model, tokens, **kw):  # checkpoints that point at the live weights
+        out = real(model, tokens, **kw)
+        for c in kw.get("checkpoints", ()):
+            if c:
+                kw["saved"][c] = model.state_dict()
+        return out
+    monkeypatch.setattr(train, "pretrain", aliased)
+    assert mini_lra.checkpoint_gap(sizes, data, 1, 1, 1) > 1e-3
+    with pytest.raises(ValueError, match="epochs"):
+        mini_lra.checkpoint_gap(sizes, data, 1, 1, 3)

@@ -93,23 +93,107 @@ def majority_accuracy(data: Mapping[str, np.ndarray]) -> float:
     return float((data["y_test"] == top).mean())
 
 
+# Arms that fine-tune from the task's own SPT model; the others (scratch, other_source, alibi) do not need it.
+SPT_ARMS: tuple[str, ...] = ("spt", "qk_only")
+
+
+def lra_job_ids(depths, seeds, *, split: bool = True) -> list[int]:
+    """Job ids for :func:`lra_seed`: ``1000 * group + 100 * n_layers + seed``.
+
+    ``split=False`` gives one job per (depth, seed) (group 0: every arm). ``split=True`` gives two: group 1
+    runs the task's SPT and the arms that start from it, group 2 the arms that do not. Every arm is seeded on
+    its own, so the two halves give exactly the numbers of the whole seed; they only balance the load (5 seeds
+    on 2 workers take 3 rounds of whole seeds but 5 rounds of half seeds).
+    """
+    depths, seeds = [int(L) for L in depths], [int(s) for s in seeds]
+    if not depths or any(not 1 <= L <= 9 for L in depths):
+        raise ValueError(f"depths must be layer counts in 1..9, got {depths}")
+    if not seeds or any(not 0 <= s <= 99 for s in seeds):
+        raise ValueError(f"seeds must be integers in 0..99, got {seeds}")
+    groups = (1, 2) if split else (0,)
+    return [1000 * g + 100 * L + s for L in depths for s in seeds for g in groups]
+
+
+def merge_lra_jobs(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per (depth, seed) from :func:`lra_seed`'s job records, in first-seen order.
+
+    Rows and diagonal fractions are united, CPU times added; everything else comes from the SPT half.
+    """
+    merged: dict[tuple[int, int], dict[str, Any]] = {}
+    for r in results:
+        key = (r["layers"], r["seed"])
+        if key not in merged:
+            merged[key] = {**r, "rows": dict(r["rows"]), "diag": dict(r["diag"])}
+            continue
+        m = merged[key]
+        if set(m["rows"]) & set(r["rows"]):
+            raise ValueError(f"jobs of depth {key[0]}, seed {key[1]} both report arms {sorted(set(m['rows']) & set(r['rows']))}")
+        rows, diag, cpu = {**m["rows"], **r["rows"]}, {**m["diag"], **r["diag"]}, m["cpu_s"] + r["cpu_s"]
+        if r.get("spt_loss") is not None:
+            m.update(r)
+        m.update(rows=rows, diag=diag, cpu_s=cpu)
+    def arm_order(arm: str) -> tuple[int, str]:  # the order of a whole seed: scratch, spt, spt_<e>ep, qk_only, ...
+        return (ARMS.index("spt"), arm) if arm.startswith("spt_") else (ARMS.index(arm), "")
+
+    for m in merged.values():
+        m.pop("group", None)
+        m["rows"] = {a: m["rows"][a] for a in sorted(m["rows"], key=arm_order)}
+    return list(merged.values())
+
+
+def spt_run(config: Mapping[str, Any], tokens: torch.Tensor, n_layers: int, seed: int, steps: int,
+            checkpoints=(), saved: dict | None = None):
+    """The SPT run of :func:`lra_seed` for ``seed`` (its initial weights, masks and batches): ``(model, losses)``."""
+    d = config["data_seed"]
+    m = train.build_model(model_config(config, n_layers), seed=1000 * d + 10 * seed + 1, device=DEVICE)
+    curve = train.pretrain(m, tokens, steps=steps, batch_size=config["batch_size"], lr=config["lr"],
+                           mask_id=MASK, mlm_prob=config["mlm_prob"], pad_id=PAD, generator=_gen(d + 10 * seed + 1),
+                           progress=False, checkpoints=checkpoints, saved=saved)
+    return m, curve
+
+
+def checkpoint_gap(config: Mapping[str, Any], data: Mapping[str, np.ndarray], seed: int, n_layers: int,
+                   epochs: int) -> float:
+    """Largest weight difference between SPT's checkpoint after ``epochs`` epochs, taken from the run of
+    ``config["spt_epochs"]`` epochs that :func:`lra_seed` fine-tunes from, and a separate run stopped there.
+
+    The learning rate is constant and the batches and masks come from one stream, so the two are the same
+    computation: the gap is 0 up to round-off, unless a checkpoint is not what the sweep says it is (an alias
+    of the live weights, a wrong step count).
+    """
+    per_epoch = max(1, len(data["x_train"]) // config["batch_size"])
+    if not 1 <= epochs < config["spt_epochs"]:
+        raise ValueError(f"epochs must lie in [1, spt_epochs={config['spt_epochs']}), got {epochs}")
+    tokens = _tensors({"x": data["x_train"]})["x"]
+    saved: dict[int, dict] = {}
+    spt_run(config, tokens, n_layers, seed, config["spt_epochs"] * per_epoch, (epochs * per_epoch,), saved)
+    short, _ = spt_run(config, tokens, n_layers, seed, epochs * per_epoch)
+    ref = short.state_dict()
+    return max(float((saved[epochs * per_epoch][k].double() - v.double()).abs().max()) for k, v in ref.items())
+
+
 def lra_seed(task: int, config: Mapping[str, Any], data: Mapping[str, np.ndarray],
              other: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """One seed of one task: ``task = 100 * n_layers + seed``. Returns each arm's test accuracy.
+    """One seed of one task: ``task = 1000 * group + 100 * n_layers + seed`` (see :func:`lra_job_ids`).
 
-    ``data``: the task's arrays; ``other``: the training inputs of :data:`OTHER_SOURCE`'s task
-    (``other["x_train"]``). ``config``: the chapter's sizes plus ``data_seed`` and ``arms`` (a subset of
-    :data:`ARMS`; ``spt`` is always run). With ``spt_checkpoints`` (epochs), fine-tuning also starts from
-    SPT stopped after each of them (rows ``spt_<e>ep``). Also returns the diagonal energy fraction of the
-    positional product (:func:`~.model.positional_product`) at initialisation, after SPT and after scratch
-    training, the head-averaged product and its offset profile at initialisation and after SPT, and SPT's
-    loss curve.
+    Returns each arm's test accuracy. ``data``: the task's arrays; ``other``: the training inputs of
+    :data:`OTHER_SOURCE`'s task (``other["x_train"]``). ``config``: the chapter's sizes plus ``data_seed`` and
+    ``arms`` (a subset of :data:`ARMS`; ``scratch`` and ``spt`` are always run). With ``spt_checkpoints``
+    (epochs), fine-tuning also starts from SPT stopped after each of them (rows ``spt_<e>ep``). Also returns
+    the diagonal energy fraction of the positional product (:func:`~.model.positional_product`) at
+    initialisation, after SPT and after scratch training, the head-averaged product and its offset profile at
+    initialisation and after SPT, and SPT's loss curve. Group 1 runs only the SPT model and the arms that
+    start from it, group 2 only the others (their records have ``spt_loss = None``); group 0 runs all.
     """
     t0 = time.process_time()
-    n_layers, s = int(task) // 100, int(task) % 100
+    group, n_layers, s = int(task) // 1000, int(task) % 1000 // 100, int(task) % 100
+    if group not in (0, 1, 2) or n_layers < 1:
+        raise ValueError(f"task must be 1000 * group + 100 * n_layers + seed with group in 0..2 and n_layers >= 1, got {task}")
     d = config["data_seed"]
-    arms = set(config.get("arms", ARMS) if n_layers == 1 else config.get("deep_arms", ("scratch", "spt"))) | {"spt"}
-    tensors, x_other = _tensors(data), torch.as_tensor(np.array(other["x_train"])).to(DEVICE)
+    arms = set(config.get("arms", ARMS) if n_layers == 1 else config.get("deep_arms", ("scratch", "spt"))) | {"scratch", "spt"}
+    if group:
+        arms = {a for a in arms if (a in SPT_ARMS) == (group == 1)}
+    tensors = _tensors(data)
     cfg = model_config(config, n_layers)
     init_seed = 1000 * d + 10 * s
     steps_per_epoch = max(1, len(data["x_train"]) // config["batch_size"])
@@ -123,50 +207,50 @@ def lra_seed(task: int, config: Mapping[str, Any], data: Mapping[str, np.ndarray
                                       eval_every=config["label_steps"], progress=False).final
 
     def spt(tokens, checkpoints=(), saved=None):
-        m = train.build_model(cfg, seed=init_seed + 1, device=DEVICE)
-        curve = train.pretrain(m, tokens, steps=spt_steps, batch_size=config["batch_size"], lr=config["lr"],
-                               mask_id=MASK, mlm_prob=config["mlm_prob"], pad_id=PAD, generator=_gen(d + 10 * s + 1),
-                               progress=False, checkpoints=checkpoints, saved=saved)
-        return m, curve
+        return spt_run(config, tokens, n_layers, s, spt_steps, checkpoints, saved)
 
     fresh = lambda: train.build_model(cfg, seed=init_seed, device=DEVICE)  # noqa: E731
     rows: dict[str, float] = {}
     diag: dict[str, float] = {}
-    scratch = fresh()
-    rows["scratch"] = label(scratch)
-    diag["scratch, trained"] = positional.diagonal_energy_fraction(positional_product(scratch, n_pos))
-    checkpoints = sorted({int(e) * steps_per_epoch for e in config.get("spt_checkpoints", ())} - {0})
-    checkpoints = [c for c in checkpoints if c < spt_steps]
-    saved: dict[int, dict] = {}
-    source, curve = spt(tensors["x_train"], tuple([0, *checkpoints]), saved)
-    init = train.build_model(cfg, seed=0, device=DEVICE)
-    init.load_state_dict(saved[0])
-    products = {"SPT model, init": positional_product(init, n_pos), "after SPT": positional_product(source, n_pos)}
-    for name, prod in products.items():
-        diag[name] = positional.diagonal_energy_fraction(prod)
-    maps = {name: prod.mean(0).numpy() for name, prod in products.items()}  # averaged over heads
-    profiles = {name: positional.offset_profile(prod).mean(0).numpy() for name, prod in products.items()}
-    m = fresh()
-    transfer.finetune_init(m, source)
-    rows["spt"] = label(m)
-    for c in checkpoints:
-        ckpt = train.build_model(cfg, seed=0, device=DEVICE)
-        ckpt.load_state_dict(saved[c])
+    out: dict[str, Any] = {"seed": s, "layers": n_layers, "group": group, "rows": rows, "diag": diag,
+                           "positional_maps": None, "offset_profiles": None, "spt_loss": None,
+                           "spt_steps": spt_steps, "copied_qk": []}
+    if "scratch" in arms:
+        scratch = fresh()
+        rows["scratch"] = label(scratch)
+        diag["scratch, trained"] = positional.diagonal_energy_fraction(positional_product(scratch, n_pos))
+    if "spt" in arms:
+        checkpoints = sorted({int(e) * steps_per_epoch for e in config.get("spt_checkpoints", ())} - {0})
+        checkpoints = [c for c in checkpoints if c < spt_steps]
+        saved: dict[int, dict] = {}
+        source, curve = spt(tensors["x_train"], tuple([0, *checkpoints]), saved)
+        init = train.build_model(cfg, seed=0, device=DEVICE)
+        init.load_state_dict(saved[0])
+        products = {"SPT model, init": positional_product(init, n_pos), "after SPT": positional_product(source, n_pos)}
+        for name, prod in products.items():
+            diag[name] = positional.diagonal_energy_fraction(prod)
+        out["positional_maps"] = {name: prod.mean(0).numpy() for name, prod in products.items()}  # averaged over heads
+        out["offset_profiles"] = {name: positional.offset_profile(prod).mean(0).numpy() for name, prod in products.items()}
+        out["spt_loss"] = curve
         m = fresh()
-        transfer.finetune_init(m, ckpt)
-        rows[f"spt_{c // steps_per_epoch}ep"] = label(m)
-    copied_qk: list[str] = []
+        transfer.finetune_init(m, source)
+        rows["spt"] = label(m)
+        for c in checkpoints:
+            ckpt = train.build_model(cfg, seed=0, device=DEVICE)
+            ckpt.load_state_dict(saved[c])
+            m = fresh()
+            transfer.finetune_init(m, ckpt)
+            rows[f"spt_{c // steps_per_epoch}ep"] = label(m)
     if "qk_only" in arms:
         m = fresh()
-        copied_qk = transfer.hybrid_init(m, source, "qk")
+        out["copied_qk"] = transfer.hybrid_init(m, source, "qk")
         rows["qk_only"] = label(m)
     if "other_source" in arms:
-        other_model, _ = spt(x_other)
+        other_model, _ = spt(torch.as_tensor(np.array(other["x_train"])).to(DEVICE))
         m = fresh()
         transfer.finetune_init(m, other_model)
         rows["other_source"] = label(m)
     if "alibi" in arms:
         rows["alibi"] = label(train.build_model(model_config(config, n_layers, alibi=True), seed=init_seed, device=DEVICE))
-    return {"seed": s, "layers": n_layers, "rows": rows, "diag": diag, "positional_maps": maps,
-            "offset_profiles": profiles, "spt_loss": curve, "spt_steps": spt_steps,
-            "copied_qk": copied_qk, "cpu_s": time.process_time() - t0}
+    out["cpu_s"] = time.process_time() - t0
+    return out
