@@ -169,3 +169,18 @@ for _task in ("listops", "image"):
                           f"{_task}: accuracies of a model that learned nothing (the majority label, with the test "
                           "set's binomial noise) in place of SPT + fine-tune",
                           unit=UNIT_LRA + "test_learns_claim_fails_for_a_model_at_the_majority_label"))
+
+# --- chapter 07: the pretraining-length sweep
+MUTANTS.append(Mutant(
+    "sp-spt-checkpoint-aliased", "selfpretraining/07_spt_length", "spt-checkpoint-is-a-shorter-run",
+    "SPT checkpoints keep the live state dict instead of a copy, so every checkpoint is the end of the run",
+    patch="""from blindspots.selfpretraining import train as _T
+_orig = _T.pretrain
+def _aliased(model, tokens, **kw):
+    out = _orig(model, tokens, **kw)
+    for c in kw.get("checkpoints", ()):
+        if c:
+            kw["saved"][c] = model.state_dict()
+    return out
+_T.pretrain = _aliased
+"""))
