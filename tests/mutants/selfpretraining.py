@@ -146,6 +146,13 @@ for _L in (1, 2):
 NB05 = "selfpretraining/05_mini_lra"
 NB06 = "selfpretraining/06_mini_lra_pathfinder"
 UNIT_LRA = "tests/selfpretraining/test_mini_lra_claims.py::"
+_PF_LABEL_NOISE = """from blindspots.selfpretraining import pathfinder as _P
+_orig = _P.sample_image
+def _noisy(rng, task=_P.PathFinderTask(), label=None, max_tries=1000):
+    image, y = _orig(rng, task, label, max_tries)
+    return image, (1 - y if rng.random() < 0.1 else y)
+_P.sample_image = _noisy
+"""
 MUTANTS += [
     Mutant("sp-lra-median-rounded", NB05, "listops-labels-match-independent-evaluator",
            "the ListOps generator labels MED with the rounded median (5.5 -> 6) instead of LRA's int(np.median)",
@@ -156,13 +163,11 @@ _L.apply_operator = lambda op, values: int(_np.floor(_np.median(values) + 0.5)) 
 """),
     Mutant("sp-lra-pathfinder-label-noise", NB06, "pathfinder-labels-match-connectivity",
            "the PathFinder generator flips one label in ten (a label not tied to the marked ends)",
-           patch="""from blindspots.selfpretraining import pathfinder as _P
-_orig = _P.sample_image
-def _noisy(rng, task=_P.PathFinderTask(), label=None, max_tries=1000):
-    image, y = _orig(rng, task, label, max_tries)
-    return image, (1 - y if rng.random() < 0.1 else y)
-_P.sample_image = _noisy
-"""),
+           patch=_PF_LABEL_NOISE),
+    Mutant("sp-lra-pathfinder-depth-label-noise", "selfpretraining/08_pathfinder_depth",
+           "pathfinder-labels-match-connectivity",
+           "chapter 08's PathFinder generator flips one label in ten (a label not tied to the marked ends)",
+           patch=_PF_LABEL_NOISE),
 ]
 for _task in ("listops", "image"):
     MUTANTS.append(Mutant(f"sp-lra-{_task}-learns-nothing", NB05, f"{_task}-spt-learns",

@@ -84,3 +84,10 @@ PRESETS["selfpretraining/07_spt_length"] = {
     "full": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, **_SWEEP, "seeds": 5, "spt_epochs": 50,
              "spt_checkpoints": [1, 10], "label_steps": 1000, "depths": [1, 2, 4], "n_jobs": 2},
 }
+# Chapter 08: PathFinder at two layers (scratch and SPT + fine-tune only); chapter 06 holds one layer, every arm,
+# since both depths in one notebook would take about 300 s on two cores, over the 4-minute budget.
+PRESETS["selfpretraining/08_pathfinder_depth"] = {
+    "smoke": {**_LRA_SMOKE, "tasks": ["pathfinder"], "depths": [2], "deep_arms": ["scratch", "spt"]},
+    "book": {**PRESETS["selfpretraining/06_mini_lra_pathfinder"]["book"], "depths": [2], "deep_arms": ["scratch", "spt"]},
+    "full": {**_LRA_FULL, "tasks": ["pathfinder"], "depths": [2, 4], "deep_arms": ["scratch", "spt"]},
+}
