@@ -57,7 +57,7 @@ _LRA_SMOKE = {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "listops_min_length": 2
               "spt_checkpoints": [], "n_jobs": 1}
 _LRA_FULL = {**_LRA_MODEL, **_LISTOPS_FULL, **_PF_FULL, "max_len": 2048, "n_train": 20000, "n_test": 2000,
              "seeds": 10, "spt_epochs": 50, "label_steps": 5000, "depths": [1, 2, 4], "spt_checkpoints": [1, 10],
-             "n_jobs": None}
+             "deep_arms": ["scratch", "spt", "qk_only", "other_source", "alibi"], "n_jobs": None}  # every arm at every depth
 PRESETS["selfpretraining/05_mini_lra"] = {
     "smoke": {**_LRA_SMOKE, "tasks": ["listops", "image"]},
     "book": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "tasks": ["listops", "image"], "n_train": 2000, "n_test": 297,
@@ -89,5 +89,5 @@ PRESETS["selfpretraining/07_spt_length"] = {
 PRESETS["selfpretraining/08_pathfinder_depth"] = {
     "smoke": {**_LRA_SMOKE, "tasks": ["pathfinder"], "depths": [2], "deep_arms": ["scratch", "spt"]},
     "book": {**PRESETS["selfpretraining/06_mini_lra_pathfinder"]["book"], "depths": [2], "deep_arms": ["scratch", "spt"]},
-    "full": {**_LRA_FULL, "tasks": ["pathfinder"], "depths": [2, 4], "deep_arms": ["scratch", "spt"]},
+    "full": {**_LRA_FULL, "tasks": ["pathfinder"], "depths": [2], "deep_arms": ["scratch", "spt"]},  # depth 4: chapter 06
 }
