@@ -54,14 +54,15 @@ _PF_FULL = {"pathfinder_size": 32, "pathfinder_path_length": 28, "pathfinder_dis
             "pathfinder_distractor_length": 8}
 _LRA_SMOKE = {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "listops_min_length": 20, "listops_max_length": 60,
               "n_train": 64, "n_test": 40, "seeds": 2, "spt_epochs": 1, "label_steps": 4, "depths": [1, 2],
-              "spt_checkpoints": [], "n_jobs": 1}
+              "spt_checkpoints": [], "deep_arms": ["scratch", "spt"], "n_jobs": 1}
 _LRA_FULL = {**_LRA_MODEL, **_LISTOPS_FULL, **_PF_FULL, "max_len": 2048, "n_train": 20000, "n_test": 2000,
              "seeds": 10, "spt_epochs": 50, "label_steps": 5000, "depths": [1, 2, 4], "spt_checkpoints": [1, 10],
              "deep_arms": ["scratch", "spt", "qk_only", "other_source", "alibi"], "n_jobs": None}  # every arm at every depth
 PRESETS["selfpretraining/05_mini_lra"] = {
     "smoke": {**_LRA_SMOKE, "tasks": ["listops", "image"]},
     "book": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "tasks": ["listops", "image"], "n_train": 2000, "n_test": 297,
-             "seeds": 5, "spt_epochs": 3, "label_steps": 240, "depths": [1, 2], "spt_checkpoints": [], "n_jobs": 2},
+             "seeds": 5, "spt_epochs": 3, "label_steps": 240, "depths": [1, 2], "spt_checkpoints": [],
+             "deep_arms": ["scratch", "spt"], "n_jobs": 2},  # beyond one layer: scratch and SPT only (the budget)
     "full": {**_LRA_FULL, "tasks": ["listops", "image"]},
 }
 PRESETS["selfpretraining/06_mini_lra_pathfinder"] = {
@@ -69,7 +70,8 @@ PRESETS["selfpretraining/06_mini_lra_pathfinder"] = {
     # Book scale: one layer only (two doubled the run), and 150 label steps: with 240 the chapter took 356 s
     # of wall time on two idle cores, over its 4-minute budget (seed CPU time varies by 40% between machines).
     "book": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "tasks": ["pathfinder"], "n_train": 2000, "n_test": 297,
-             "seeds": 5, "spt_epochs": 3, "label_steps": 150, "depths": [1], "spt_checkpoints": [], "n_jobs": 2},
+             "seeds": 5, "spt_epochs": 3, "label_steps": 150, "depths": [1], "spt_checkpoints": [],
+             "deep_arms": ["scratch", "spt"], "n_jobs": 2},
     "full": {**_LRA_FULL, "tasks": ["pathfinder"]},
 }
 # Chapter 07, the pretraining-length sweep on the digits (length 64, the cheapest task). Rows: scratch (0 epochs),
