@@ -104,3 +104,9 @@ def test_checkpoint_gap_is_zero_and_sees_an_aliased_checkpoint(monkeypatch):
     assert mini_lra.checkpoint_gap(sizes, data, 1, 1, 1) > 1e-3
     with pytest.raises(ValueError, match="epochs"):
         mini_lra.checkpoint_gap(sizes, data, 1, 1, 3)
+
+
+def test_verdict_reads_the_interval():
+    up, down, across = (claims.seed_effect(a, b, paired=True) for a, b in
+                        (([3, 4, 5], [1, 1, 1]), ([1, 1, 1], [3, 4, 5]), ([1, 3, 2], [2, 2, 2])))
+    assert [mini_lra.verdict(e) for e in (up, down, across)] == ["reproduces", "opposite", "not resolved at this scale"]

@@ -29,7 +29,7 @@ _GROUPS = (
     ("positional", "selfpretraining/05-06, 08", "how Toeplitz a positional score matrix is",
      ("diagonal_energy_fraction", "toeplitz_projection", "offset_profile", "random_diagonal_fraction")),
     ("mini_lra", "selfpretraining/05-08", "the mini LRA's shared vocabulary, data and per-seed protocol",
-     ("task_data", "lra_seed", "lra_job_ids", "merge_lra_jobs", "spt_run", "checkpoint_gap", "majority_accuracy")),
+     ("task_data", "lra_seed", "lra_job_ids", "merge_lra_jobs", "spt_run", "checkpoint_gap", "majority_accuracy", "verdict")),
     ("protocols", "selfpretraining/02-04", "per-seed protocols for runtime.map_seeds, and the claims' criteria",
      ("scratch_vs_spt", "no_attention_baseline", "ablation_seed", "depth_seed", "recovered_fractions",
       "chance_tolerance", "binomial_se")),

@@ -93,6 +93,17 @@ def majority_accuracy(data: Mapping[str, np.ndarray]) -> float:
     return float((data["y_test"] == top).mean())
 
 
+def verdict(effect) -> str:
+    """The headline tables' verdict on a paired effect (a :class:`~blindspots.claims.SeedEffect`): *reproduces*
+    when its 95% interval lies above 0, *opposite* when below, else *not resolved at this scale*."""
+    return "reproduces" if effect.low > 0 else ("opposite" if effect.high < 0 else "not resolved at this scale")
+
+
+def _init_seed(config: Mapping[str, Any], seed: int) -> int:
+    """Seed of a seed's fresh model weights; its SPT model uses this plus 1."""
+    return 1000 * config["data_seed"] + 10 * seed
+
+
 # Arms that fine-tune from the task's own SPT model; the others (scratch, other_source, alibi) do not need it.
 SPT_ARMS: tuple[str, ...] = ("spt", "qk_only")
 
@@ -132,6 +143,7 @@ def merge_lra_jobs(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if r.get("spt_loss") is not None:
             m.update(r)
         m.update(rows=rows, diag=diag, cpu_s=cpu)
+
     def arm_order(arm: str) -> tuple[int, str]:  # the order of a whole seed: scratch, spt, spt_<e>ep, qk_only, ...
         return (ARMS.index("spt"), arm) if arm.startswith("spt_") else (ARMS.index(arm), "")
 
@@ -145,7 +157,7 @@ def spt_run(config: Mapping[str, Any], tokens: torch.Tensor, n_layers: int, seed
             checkpoints=(), saved: dict | None = None):
     """The SPT run of :func:`lra_seed` for ``seed`` (its initial weights, masks and batches): ``(model, losses)``."""
     d = config["data_seed"]
-    m = train.build_model(model_config(config, n_layers), seed=1000 * d + 10 * seed + 1, device=DEVICE)
+    m = train.build_model(model_config(config, n_layers), seed=_init_seed(config, seed) + 1, device=DEVICE)
     curve = train.pretrain(m, tokens, steps=steps, batch_size=config["batch_size"], lr=config["lr"],
                            mask_id=MASK, mlm_prob=config["mlm_prob"], pad_id=PAD, generator=_gen(d + 10 * seed + 1),
                            progress=False, checkpoints=checkpoints, saved=saved)
@@ -195,7 +207,7 @@ def lra_seed(task: int, config: Mapping[str, Any], data: Mapping[str, np.ndarray
         arms = {a for a in arms if (a in SPT_ARMS) == (group == 1)}
     tensors = _tensors(data)
     cfg = model_config(config, n_layers)
-    init_seed = 1000 * d + 10 * s
+    init_seed = _init_seed(config, s)
     steps_per_epoch = max(1, len(data["x_train"]) // config["batch_size"])
     spt_steps = config["spt_epochs"] * steps_per_epoch
     n_pos = tensors["x_train"].shape[1]
