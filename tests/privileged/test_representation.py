@@ -121,3 +121,36 @@ def test_fit_optimism_is_p_over_2n_for_a_well_specified_model():
     X = rng.normal(size=(100_000, 3))
     y = (rng.random(len(X)) < expit(0.3 + X @ np.array([1.0, -2.0, 0.5]))).astype(float)
     assert rp.fit_read_out(X, y).optimism == pytest.approx(4 / (2 * len(y)), rel=0.1)
+
+
+def test_one_chunk_per_split_gives_the_unchunked_result():
+    task = rp.TwoShapeTask()
+    whole = rp.representation_gaps(task, 20, 2_000, 1_500, np.random.default_rng(3))
+    one = rp.representation_gaps(task, 20, 2_000, 1_500, np.random.default_rng(3), chunk=2_000)
+    assert whole == one
+
+
+def test_chunked_gaps_agree_with_unchunked_within_their_errors():
+    # chunks draw other tasks, so the two runs are independent samples of the same population gaps
+    task = rp.TwoShapeTask()
+    whole = rp.representation_gaps(task, 20, 6_000, 6_000, np.random.default_rng(4))
+    chunked = rp.representation_gaps(task, 20, 6_000, 6_000, np.random.default_rng(5), chunk=1_700)
+    for key in ("R_D", "gap_plain", "gap_meta", "shrink"):
+        assert abs(whole[key] - chunked[key]) < 5 * np.hypot(whole[key + "_se"], chunked[key + "_se"]), key
+    assert whole["params_meta"] == chunked["params_meta"]
+
+
+def test_chunk_sizes_cover_the_tasks_in_order():
+    assert rp._chunk_sizes(10, 4, "fit_tasks") == [4, 4, 2]
+    assert rp._chunk_sizes(10, None, "fit_tasks") == [10]
+    assert rp._chunk_sizes(10, 10, "fit_tasks") == [10]
+
+
+@pytest.mark.parametrize("kwargs,name", [({"chunk": 0}, "chunk"), ({"chunk": 2.5}, "chunk"),
+                                         ({"fit_tasks": 1}, "fit_tasks"), ({"test_tasks": 1}, "test_tasks")])
+def test_bad_chunking_raises_naming_the_parameter(kwargs, name):
+    args = {"fit_tasks": 100, "test_tasks": 100, **kwargs}
+    chunk = args.pop("chunk", None)
+    with pytest.raises(ValueError, match=name):
+        rp.representation_gaps(rp.TwoShapeTask(), 5, args["fit_tasks"], args["test_tasks"],
+                                np.random.default_rng(0), chunk=chunk)

@@ -14,13 +14,13 @@ PRESETS: dict = {
     "privileged/01_privileged_gap": {
         "smoke": {"prior": _PRIOR, "ns": _GAP_NS, "gap_tasks": 20_000, "slope_n_min": 100,
                   "asymptotic_samples": 200_000, "d_grid": [1, 2, 4, 8], "d_tasks": 60_000, "d_asymptotic_samples": 200_000, "z": 3.0, "chunk": 20_000,
-                  "rep": _REP, "rep_ns": [50, 400], "rep_fit_tasks": 10_000, "rep_test_tasks": 10_000},
+                  "rep": _REP, "rep_ns": [50, 400], "rep_fit_tasks": 10_000, "rep_test_tasks": 10_000, "rep_chunk": 10_000},
         "book": {"prior": _PRIOR, "ns": _GAP_NS, "gap_tasks": 400_000, "slope_n_min": 100,
                  "asymptotic_samples": 4_000_000, "d_grid": [1, 2, 4, 8], "d_tasks": 200_000, "d_asymptotic_samples": 1_000_000, "z": 3.0, "chunk": 50_000,
-                 "rep": _REP, "rep_ns": [50, 400], "rep_fit_tasks": 60_000, "rep_test_tasks": 60_000},
+                 "rep": _REP, "rep_ns": [50, 400], "rep_fit_tasks": 60_000, "rep_test_tasks": 60_000, "rep_chunk": 60_000},
         "full": {"prior": _PRIOR, "ns": _GAP_NS, "gap_tasks": 10_000_000, "slope_n_min": 100,
                  "asymptotic_samples": 40_000_000, "d_grid": [1, 2, 4, 8], "d_tasks": 2_000_000, "d_asymptotic_samples": 10_000_000, "z": 3.0, "chunk": 100_000,
-                 "rep": _REP, "rep_ns": [50, 400], "rep_fit_tasks": 500_000, "rep_test_tasks": 500_000},
+                 "rep": _REP, "rep_ns": [50, 400], "rep_fit_tasks": 500_000, "rep_test_tasks": 500_000, "rep_chunk": 50_000},
     },
     "privileged/02_teacher_forcing": {
         "smoke": {"prior": _PRIOR, "n": 10, "steps": 150, "batch": 128, "hidden": 32, "lr": 3e-3,

@@ -213,8 +213,19 @@ def fit_read_out(features: np.ndarray, y: np.ndarray, max_iter: int = 50, tol: f
     return predict
 
 
+def _chunk_sizes(total: int, chunk: int | None, name: str) -> list[int]:
+    """``total`` split into consecutive pieces of at most ``chunk`` (one piece when ``chunk`` is None)."""
+    if not isinstance(total, (int, np.integer)) or total < 2:
+        raise ValueError(f"{name} must be an integer >= 2, got {total!r}")
+    if chunk is not None and (not isinstance(chunk, (int, np.integer)) or chunk < 1):
+        raise ValueError(f"chunk must be None or an integer >= 1, got {chunk!r}")
+    if chunk is None or chunk >= total:
+        return [int(total)]
+    return [int(chunk)] * (total // chunk) + ([int(total % chunk)] if total % chunk else [])
+
+
 def representation_gaps(task: TwoShapeTask, n: int, fit_tasks: int, test_tasks: int,
-                        rng: np.random.Generator, psi=("x", "x2")) -> dict:
+                        rng: np.random.Generator, psi=("x", "x2"), chunk: int | None = None) -> dict:
     """Best population risk of the class with and without meta-features, against the Bayes risks.
 
     Fits each read-out on ``fit_tasks`` fresh tasks and evaluates it on ``test_tasks`` other
@@ -222,33 +233,57 @@ def representation_gaps(task: TwoShapeTask, n: int, fit_tasks: int, test_tasks: 
     differences with the exact Bayes loss ``-log p(y | x, D)`` on the same test tasks, excesses
     (``excess_*``) paired differences with ``-log p(y | x, s)``, whose mean estimates
     ``risk - R_G``; standard errors are those of the paired differences.
+
+    Tasks are drawn ``chunk`` at a time (all at once when ``chunk`` is None), and only their
+    design rows and per-task losses are kept, so memory grows with ``fit_tasks`` times the
+    number of read-out features, not times ``n``. With one chunk per split the draws, and so
+    the result, are those of drawing every task at once.
     """
-    train = sample_tasks(task, fit_tasks, n, rng)
-    test = sample_tasks(task, test_tasks, n, rng)
-    rows = np.arange(test_tasks)
-    loss_d = -label_logprobs_given_context(task, test["context"], test["x"])[rows, test["y"]]
-    loss_g = -label_logprobs_given_generator(task, test["s"], test["x"])[rows, test["y"]]
-    out = {"R_D": loss_d.mean(), "R_D_se": loss_d.std(ddof=1) / np.sqrt(test_tasks),
-           "R_G": loss_g.mean(), "R_G_se": loss_g.std(ddof=1) / np.sqrt(test_tasks),
-           "info_gap": (loss_d - loss_g).mean(),
-           "info_gap_se": (loss_d - loss_g).std(ddof=1) / np.sqrt(test_tasks)}
+    fit_sizes = _chunk_sizes(fit_tasks, chunk, "fit_tasks")
+    test_sizes = _chunk_sizes(test_tasks, chunk, "test_tasks")
+    names = (("plain", False), ("meta", True))
+    rows_fit = {name: [] for name, _ in names}
+    y_fit = []
+    for size in fit_sizes:
+        t = sample_tasks(task, size, n, rng)
+        for name, meta in names:
+            rows_fit[name].append(design(t["context"], t["x"], psi, meta))
+        y_fit.append(t["y"])
+        del t
+    y_fit = np.concatenate(y_fit)
+    preds = {name: fit_read_out(np.concatenate(rows_fit[name]), y_fit) for name, _ in names}
+    del rows_fit
+
+    parts = {key: [] for key in ("d", "g", "plain", "meta")}
+    for size in test_sizes:  # fitting draws nothing, so the test tasks are those of drawing all at once
+        t = sample_tasks(task, size, n, rng)
+        rows = np.arange(size)
+        parts["d"].append(-label_logprobs_given_context(task, t["context"], t["x"])[rows, t["y"]])
+        parts["g"].append(-label_logprobs_given_generator(task, t["s"], t["x"])[rows, t["y"]])
+        for name, meta in names:
+            parts[name].append(-preds[name](design(t["context"], t["x"], psi, meta))[rows, t["y"]])
+        del t
+    loss_d, loss_g = np.concatenate(parts["d"]), np.concatenate(parts["g"])
+    se = lambda a: a.std(ddof=1) / np.sqrt(test_tasks)  # noqa: E731
+    out = {"R_D": loss_d.mean(), "R_D_se": se(loss_d),
+           "R_G": loss_g.mean(), "R_G_se": se(loss_g),
+           "info_gap": (loss_d - loss_g).mean(), "info_gap_se": se(loss_d - loss_g)}
     losses = {}
-    for name, meta in (("plain", False), ("meta", True)):
-        pred = fit_read_out(design(train["context"], train["x"], psi, meta), train["y"])
-        loss = -pred(design(test["context"], test["x"], psi, meta))[rows, test["y"]]
+    for name, meta in names:
+        loss = np.concatenate(parts[name])
         losses[name] = loss
-        out[f"optimism_{name}"] = pred.optimism
+        out[f"optimism_{name}"] = preds[name].optimism
         out[f"risk_{name}"] = loss.mean()
         out[f"gap_{name}"] = (loss - loss_d).mean()
-        out[f"gap_{name}_se"] = (loss - loss_d).std(ddof=1) / np.sqrt(test_tasks)
-        out[f"params_{name}"] = design(test["context"][:1], test["x"][:1], psi, meta).shape[1] + 1
+        out[f"gap_{name}_se"] = se(loss - loss_d)
+        out[f"params_{name}"] = design(np.zeros((1, n)), np.zeros(1), psi, meta).shape[1] + 1
         # excess over the generator-aware Bayes loss on the same tasks: its mean estimates
         # risk - R_G, the quantity whose n -> infinity limits the theorem names
         out[f"excess_{name}"] = (loss - loss_g).mean()
-        out[f"excess_{name}_se"] = (loss - loss_g).std(ddof=1) / np.sqrt(test_tasks)
+        out[f"excess_{name}_se"] = se(loss - loss_g)
     diff = losses["plain"] - losses["meta"]
     out["shrink"] = diff.mean()
-    out["shrink_se"] = diff.std(ddof=1) / np.sqrt(test_tasks)
+    out["shrink_se"] = se(diff)
     return out
 
 
