@@ -24,9 +24,8 @@ import torch
 
 from . import digits_seq, listops, pathfinder, positional, train, transfer
 from .model import ModelConfig, positional_product
-from .protocols import _gen, _rng  # the same seeding as the other training chapters
+from .protocols import _gen, _rng, train_device  # the same seeding and device as the other training chapters
 
-DEVICE = torch.device("cpu")
 N_CONTENT = 16
 PAD, MASK, CLS = 16, 17, 18
 VOCAB_SIZE = 19
@@ -78,8 +77,8 @@ def model_config(sizes: Mapping[str, Any], n_layers: int, *, alibi: bool = False
                        n_layers=n_layers, max_len=sizes["max_len"], pad_id=PAD, cls_id=CLS, alibi=alibi)
 
 
-def _tensors(data: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
-    return {k: torch.as_tensor(np.array(v)).to(DEVICE) for k, v in data.items()}  # a copy: arrays from joblib are read-only
+def _tensors(data: Mapping[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:
+    return {k: torch.as_tensor(np.array(v)).to(device) for k, v in data.items()}  # a copy: arrays from joblib are read-only
 
 
 def claimed_gain(task: str) -> float | None:
@@ -157,9 +156,9 @@ def spt_run(config: Mapping[str, Any], tokens: torch.Tensor, n_layers: int, seed
             checkpoints=(), saved: dict | None = None):
     """The SPT run of :func:`lra_seed` for ``seed`` (its initial weights, masks and batches): ``(model, losses)``."""
     d = config["data_seed"]
-    m = train.build_model(model_config(config, n_layers), seed=_init_seed(config, seed) + 1, device=DEVICE)
+    m = train.build_model(model_config(config, n_layers), seed=_init_seed(config, seed) + 1, device=tokens.device)
     curve = train.pretrain(m, tokens, steps=steps, batch_size=config["batch_size"], lr=config["lr"],
-                           mask_id=MASK, mlm_prob=config["mlm_prob"], pad_id=PAD, generator=_gen(d + 10 * seed + 1),
+                           mask_id=MASK, mlm_prob=config["mlm_prob"], pad_id=PAD, generator=_gen(d + 10 * seed + 1, tokens.device),
                            progress=False, checkpoints=checkpoints, saved=saved)
     return m, curve
 
@@ -176,7 +175,7 @@ def checkpoint_gap(config: Mapping[str, Any], data: Mapping[str, np.ndarray], se
     per_epoch = max(1, len(data["x_train"]) // config["batch_size"])
     if not 1 <= epochs < config["spt_epochs"]:
         raise ValueError(f"epochs must lie in [1, spt_epochs={config['spt_epochs']}), got {epochs}")
-    tokens = _tensors({"x": data["x_train"]})["x"]
+    tokens = _tensors({"x": data["x_train"]}, train_device(config))["x"]
     saved: dict[int, dict] = {}
     spt_run(config, tokens, n_layers, seed, config["spt_epochs"] * per_epoch, (epochs * per_epoch,), saved)
     short, _ = spt_run(config, tokens, n_layers, seed, epochs * per_epoch)
@@ -205,7 +204,8 @@ def lra_seed(task: int, config: Mapping[str, Any], data: Mapping[str, np.ndarray
     arms = set(config.get("arms", ARMS) if n_layers == 1 else config.get("deep_arms", ("scratch", "spt"))) | {"scratch", "spt"}
     if group:
         arms = {a for a in arms if (a in SPT_ARMS) == (group == 1)}
-    tensors = _tensors(data)
+    dev = train_device(config)
+    tensors = _tensors(data, dev)
     cfg = model_config(config, n_layers)
     init_seed = _init_seed(config, s)
     steps_per_epoch = max(1, len(data["x_train"]) // config["batch_size"])
@@ -214,14 +214,14 @@ def lra_seed(task: int, config: Mapping[str, Any], data: Mapping[str, np.ndarray
 
     def label(m) -> float:
         return train.train_classifier(m, tensors["x_train"], tensors["y_train"], steps=config["label_steps"],
-                                      batch_size=config["batch_size"], lr=config["lr"], generator=_gen(d + 10 * s),
+                                      batch_size=config["batch_size"], lr=config["lr"], generator=_gen(d + 10 * s, dev),
                                       eval_tokens=tensors["x_test"], eval_labels=tensors["y_test"],
                                       eval_every=config["label_steps"], progress=False).final
 
     def spt(tokens, checkpoints=(), saved=None):
         return spt_run(config, tokens, n_layers, s, spt_steps, checkpoints, saved)
 
-    fresh = lambda: train.build_model(cfg, seed=init_seed, device=DEVICE)  # noqa: E731
+    fresh = lambda: train.build_model(cfg, seed=init_seed, device=dev)  # noqa: E731
     rows: dict[str, float] = {}
     diag: dict[str, float] = {}
     out: dict[str, Any] = {"seed": s, "layers": n_layers, "group": group, "rows": rows, "diag": diag,
@@ -236,19 +236,20 @@ def lra_seed(task: int, config: Mapping[str, Any], data: Mapping[str, np.ndarray
         checkpoints = [c for c in checkpoints if c < spt_steps]
         saved: dict[int, dict] = {}
         source, curve = spt(tensors["x_train"], tuple([0, *checkpoints]), saved)
-        init = train.build_model(cfg, seed=0, device=DEVICE)
+        init = train.build_model(cfg, seed=0, device=dev)
         init.load_state_dict(saved[0])
         products = {"SPT model, init": positional_product(init, n_pos), "after SPT": positional_product(source, n_pos)}
         for name, prod in products.items():
             diag[name] = positional.diagonal_energy_fraction(prod)
-        out["positional_maps"] = {name: prod.mean(0).numpy() for name, prod in products.items()}  # averaged over heads
-        out["offset_profiles"] = {name: positional.offset_profile(prod).mean(0).numpy() for name, prod in products.items()}
+        out["positional_maps"] = {name: prod.mean(0).cpu().numpy() for name, prod in products.items()}  # averaged over heads
+        out["offset_profiles"] = {name: positional.offset_profile(prod).mean(0).cpu().numpy()
+                                  for name, prod in products.items()}
         out["spt_loss"] = curve
         m = fresh()
         transfer.finetune_init(m, source)
         rows["spt"] = label(m)
         for c in checkpoints:
-            ckpt = train.build_model(cfg, seed=0, device=DEVICE)
+            ckpt = train.build_model(cfg, seed=0, device=dev)
             ckpt.load_state_dict(saved[c])
             m = fresh()
             transfer.finetune_init(m, ckpt)
@@ -258,11 +259,11 @@ def lra_seed(task: int, config: Mapping[str, Any], data: Mapping[str, np.ndarray
         out["copied_qk"] = transfer.hybrid_init(m, source, "qk")
         rows["qk_only"] = label(m)
     if "other_source" in arms:
-        other_model, _ = spt(torch.as_tensor(np.array(other["x_train"])).to(DEVICE))
+        other_model, _ = spt(_tensors({"x": other["x_train"]}, dev)["x"])
         m = fresh()
         transfer.finetune_init(m, other_model)
         rows["other_source"] = label(m)
     if "alibi" in arms:
-        rows["alibi"] = label(train.build_model(model_config(config, n_layers, alibi=True), seed=init_seed, device=DEVICE))
+        rows["alibi"] = label(train.build_model(model_config(config, n_layers, alibi=True), seed=init_seed, device=dev))
     out["cpu_s"] = time.process_time() - t0
     return out

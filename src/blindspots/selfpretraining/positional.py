@@ -21,17 +21,19 @@ def offset_profile(matrix: torch.Tensor) -> torch.Tensor:
     n = m.shape[-1]
     if m.shape[-2] != n:
         raise ValueError(f"matrix must be square in its last two dimensions, got {tuple(m.shape)}")
-    i = torch.arange(n)
+    i = torch.arange(n, device=m.device)
     offset = (i[:, None] - i[None, :] + n - 1).reshape(-1)
-    sums = torch.zeros(*m.shape[:-2], 2 * n - 1, dtype=torch.float64).index_add_(-1, offset, m.reshape(*m.shape[:-2], -1))
-    counts = torch.zeros(2 * n - 1, dtype=torch.float64).index_add_(0, offset, torch.ones(n * n, dtype=torch.float64))
+    sums = torch.zeros(*m.shape[:-2], 2 * n - 1, dtype=torch.float64, device=m.device).index_add_(
+        -1, offset, m.reshape(*m.shape[:-2], -1))
+    counts = torch.zeros(2 * n - 1, dtype=torch.float64, device=m.device).index_add_(
+        0, offset, torch.ones(n * n, dtype=torch.float64, device=m.device))
     return sums / counts
 
 
 def toeplitz_projection(matrix: torch.Tensor) -> torch.Tensor:
     """The nearest Toeplitz matrix (Frobenius norm): every diagonal replaced by its mean."""
     n = matrix.shape[-1]
-    i = torch.arange(n)
+    i = torch.arange(n, device=matrix.device)
     return offset_profile(matrix)[..., (i[:, None] - i[None, :] + n - 1)]
 
 

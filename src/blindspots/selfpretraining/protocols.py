@@ -2,7 +2,8 @@
 
 Each function takes a seed first and a plain ``config`` dict (the chapter's sizes plus
 ``data_seed``), builds the data from ``data_seed`` (the same data for every seed), and trains
-on the CPU with one generator per run seeded from ``data_seed`` and the seed. They are meant
+on ``config['device']`` (the chapter's ``run.device``; the CPU when absent) with one generator per run, on
+that device, seeded from ``data_seed`` and the seed. They are meant
 for :func:`blindspots.runtime.map_seeds`, which runs seeds in parallel with one torch thread
 each and deterministic kernels on: a training claim is a statistic over the returned per-seed
 values (:func:`blindspots.claims.claim_effect`), never one seed's outcome.
@@ -23,8 +24,6 @@ import torch
 
 from . import proximity, tasks, train, transfer
 from .model import ModelConfig
-
-DEVICE = torch.device("cpu")
 
 # Criteria of the training claims, fixed before the book-scale runs (chapters 02-04).
 SPT_GAIN_MIN = 0.1  # ch. 02: the 95% interval of the mean paired gain of SPT + fine-tune over scratch lies above this
@@ -59,8 +58,24 @@ def _rng(data_seed: int, offset: int) -> np.random.Generator:
     return np.random.default_rng([int(data_seed), offset])
 
 
-def _gen(seed: int) -> torch.Generator:
-    g = torch.Generator(device=DEVICE)
+def train_device(config: Mapping[str, Any]) -> torch.device:
+    """The device a seed trains on: ``config['device']`` (a name such as ``"cuda"``), the CPU when absent.
+
+    Chapters pass ``str(run.device)``, so full scale trains on CUDA when the runtime found it. A generator
+    on CUDA draws other numbers than one on the CPU, so CPU runs are the ones whose numbers are committed.
+    """
+    name = config.get("device", "cpu")
+    try:
+        dev = torch.device(name)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"config['device'] must name a torch device such as 'cpu' or 'cuda', got {name!r}") from err
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"config['device'] is {name!r} but CUDA is not available; use 'cpu'")
+    return dev
+
+
+def _gen(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
+    g = torch.Generator(device=device)
     g.manual_seed(int(seed))
     return g
 
@@ -74,27 +89,27 @@ def model_config(config: Mapping[str, Any], n_layers: int | None = None) -> Mode
 
 def walk_data(config: Mapping[str, Any]) -> dict[str, torch.Tensor]:
     """Training and test walks (and the other source) from ``config['data_seed']``, as tensors."""
-    d = config["data_seed"]
+    d, dev = config["data_seed"], train_device(config)
     task = tasks.WalkTask(length=config["length"])
     x_train, y_train = tasks.sample_walks(config["n_train"], _rng(d, 1), task)
     x_test, y_test = tasks.sample_walks(config["n_test"], _rng(d, 2), task)
     out = dict(zip(("x_train", "y_train", "x_test", "y_test"),
-                   train.to_device(x_train, y_train, x_test, y_test, device=DEVICE)))
+                   train.to_device(x_train, y_train, x_test, y_test, device=dev)))
     if config.get("other_source"):
-        out["x_other"] = torch.as_tensor(tasks.sample_sticky_chain(config["n_train"], _rng(d, 3), task))
+        out["x_other"] = torch.as_tensor(tasks.sample_sticky_chain(config["n_train"], _rng(d, 3), task)).to(dev)
     return out
 
 
 def _label_run(model, data, config, gen_seed: int, *, eval_every: int | None = None) -> train.History:
     return train.train_classifier(model, data["x_train"], data["y_train"], steps=config["label_steps"],
-                                  batch_size=config["batch_size"], lr=config["lr"], generator=_gen(gen_seed),
+                                  batch_size=config["batch_size"], lr=config["lr"], generator=_gen(gen_seed, data["x_train"].device),
                                   eval_tokens=data["x_test"], eval_labels=data["y_test"],
                                   eval_every=eval_every or config["label_steps"], progress=False)
 
 
 def _pretrain(model, tokens, config, steps: int, gen_seed: int, checkpoints=(), saved=None) -> list[float]:
     return train.pretrain(model, tokens, steps=steps, batch_size=config["batch_size"], lr=config["lr"],
-                          mask_id=tasks.MASK, mlm_prob=config["mlm_prob"], generator=_gen(gen_seed),
+                          mask_id=tasks.MASK, mlm_prob=config["mlm_prob"], generator=_gen(gen_seed, tokens.device),
                           progress=False, checkpoints=checkpoints, saved=saved)
 
 
@@ -118,17 +133,17 @@ def scratch_vs_spt(seed: int, config: Mapping[str, Any]) -> dict[str, Any]:
     def look(name, m):
         stages[name] = proximity.proximity_summary(m, probe, k)
         probs = proximity.attention_snapshot(m, probe)[1]
-        maps[name] = probs.double().mean((0, 1))[: config["zoom"], : config["zoom"]].numpy()
-        offsets[name] = proximity.mean_attention_by_offset(probs, config["max_offset"]).numpy()
+        maps[name] = probs.double().mean((0, 1))[: config["zoom"], : config["zoom"]].cpu().numpy()
+        offsets[name] = proximity.mean_attention_by_offset(probs, config["max_offset"]).cpu().numpy()
 
     maps: dict[str, np.ndarray] = {}
     offsets: dict[str, np.ndarray] = {}
-    scratch = train.build_model(cfg, seed=init_seed, device=DEVICE)
+    scratch = train.build_model(cfg, seed=init_seed, device=data["x_train"].device)
     look("scratch, init", scratch)
     h_scratch = _label_run(scratch, data, config, d + 10 * s, eval_every=config["eval_every"])
-    source = train.build_model(cfg, seed=init_seed + 1, device=DEVICE)
+    source = train.build_model(cfg, seed=init_seed + 1, device=data["x_train"].device)
     spt_loss = _pretrain(source, data["x_train"], config, config["spt_steps"], d + 10 * s + 1)
-    tuned = train.build_model(cfg, seed=init_seed, device=DEVICE)
+    tuned = train.build_model(cfg, seed=init_seed, device=data["x_train"].device)
     copied = transfer.finetune_init(tuned, source)
     h_spt = _label_run(tuned, data, config, d + 10 * s + 2, eval_every=config["eval_every"])
     for name, m in (("scratch, trained", scratch), ("after SPT", source), ("SPT + fine-tune", tuned)):
@@ -143,7 +158,7 @@ def no_attention_baseline(seed: int, config: Mapping[str, Any]) -> float:
     """Test accuracy of the no-attention model after the chapter's label steps (one seed)."""
     d, s = config["data_seed"], int(seed)
     data = walk_data(config)
-    m = train.build_model(model_config(config), seed=1000 * d + 10 * s + 9, device=DEVICE, attention=False)
+    m = train.build_model(model_config(config), seed=1000 * d + 10 * s + 9, device=data["x_train"].device, attention=False)
     return _label_run(m, data, config, d + 10 * s + 9).final
 
 
@@ -172,17 +187,17 @@ def ablation_seed(seed: int, config: Mapping[str, Any]) -> dict[str, Any]:
     checkpoints = sorted(set(int(c) for c in config["spt_checkpoints"]) | {0})
     longest = max(checkpoints)
     rows: dict[str, float] = {}
-    fresh = lambda: train.build_model(cfg, seed=init_seed, device=DEVICE)  # noqa: E731
+    fresh = lambda: train.build_model(cfg, seed=init_seed, device=data["x_train"].device)  # noqa: E731
     label = lambda m: _label_run(m, data, config, d + 10 * s).final  # noqa: E731
 
     saved: dict[int, dict] = {}
-    source = train.build_model(cfg, seed=init_seed + 1, device=DEVICE)
+    source = train.build_model(cfg, seed=init_seed + 1, device=data["x_train"].device)
     curve = _pretrain(source, data["x_train"], config, longest, d + 10 * s + 1,
                       checkpoints=tuple(checkpoints), saved=saved)
     for c in checkpoints:
         m = fresh()
         if c > 0:
-            ckpt = train.build_model(cfg, seed=0, device=DEVICE)
+            ckpt = train.build_model(cfg, seed=0, device=data["x_train"].device)
             ckpt.load_state_dict(saved[c])
             transfer.finetune_init(m, ckpt)
         rows["scratch" if c == 0 else f"SPT {c} steps"] = label(m)
@@ -197,7 +212,7 @@ def ablation_seed(seed: int, config: Mapping[str, Any]) -> dict[str, Any]:
         local[name] = proximity.proximity_summary(m, data["x_test"][:64], config["local_k"])["local_mass"]
         rows[name] = label(m)
     if config.get("other_source"):
-        other = train.build_model(cfg, seed=init_seed + 1, device=DEVICE)
+        other = train.build_model(cfg, seed=init_seed + 1, device=data["x_train"].device)
         _pretrain(other, data["x_other"], config, longest, d + 10 * s + 1)
         m = fresh()
         transfer.finetune_init(m, other)
@@ -217,10 +232,10 @@ def depth_seed(seed: int, config: Mapping[str, Any], n_layers: int) -> dict[str,
     data = walk_data(config)
     cfg = model_config(config, n_layers)
     init_seed = 1000 * d + 10 * s
-    acc_scratch = _label_run(train.build_model(cfg, seed=init_seed, device=DEVICE), data, config, d + 10 * s).final
-    source = train.build_model(cfg, seed=init_seed + 1, device=DEVICE)
+    acc_scratch = _label_run(train.build_model(cfg, seed=init_seed, device=data["x_train"].device), data, config, d + 10 * s).final
+    source = train.build_model(cfg, seed=init_seed + 1, device=data["x_train"].device)
     curve = _pretrain(source, data["x_train"], config, config["spt_steps"], d + 10 * s + 1)
-    m = train.build_model(cfg, seed=init_seed, device=DEVICE)
+    m = train.build_model(cfg, seed=init_seed, device=data["x_train"].device)
     copied = transfer.finetune_init(m, source)
     src_state, tgt_state = source.state_dict(), m.state_dict()
     copied_err = max(float((tgt_state[k] - src_state[k]).abs().max()) for k in copied)
