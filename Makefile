@@ -94,7 +94,7 @@ test-browser: $(STAMP)
 
 test-gpu: $(STAMP)
 	$(BIN)/pytest tests/notebooks -q -m gpu
-	BLINDSPOTS_CLAIMS_DIR=$(CURDIR)/_build/claims-gpu $(BIN)/pytest -q -p no:cacheprovider --nbval-lax \
+	BLINDSPOTS_DEVICE=cpu BLINDSPOTS_CLAIMS_DIR=$(CURDIR)/_build/claims-gpu $(BIN)/pytest -q -p no:cacheprovider --nbval-lax \
 	  --nbval-sanitize-with tests/notebooks/sanitize.cfg --ignore-glob="*/.ipynb_checkpoints/*" notebooks
 
 lab: $(STAMP)

@@ -15,9 +15,19 @@ def test_unknown_device_names_valid_values():
         runtime.resolve_device("tpu")
 
 
-def test_auto_device_is_cuda_exactly_when_available():
+def test_auto_device_is_cuda_exactly_when_available(monkeypatch):
+    monkeypatch.delenv("BLINDSPOTS_DEVICE", raising=False)
     expected = "cuda" if torch.cuda.is_available() else "cpu"
     assert runtime.resolve_device("auto").type == expected
+
+
+def test_blindspots_device_overrides_auto_only(monkeypatch):
+    monkeypatch.setenv("BLINDSPOTS_DEVICE", "cpu")
+    assert runtime.resolve_device("auto").type == "cpu"
+    monkeypatch.setenv("BLINDSPOTS_DEVICE", "gpu0")
+    with pytest.raises(ValueError, match=r"\$BLINDSPOTS_DEVICE must be 'cpu' or 'cuda'"):
+        runtime.resolve_device("auto")
+    assert runtime.resolve_device("cpu").type == "cpu"  # an explicit device is not overridden
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="only meaningful without CUDA")

@@ -116,13 +116,21 @@ def sizes_for(chapter: str, scale: str) -> Mapping[str, Any]:
 
 
 def resolve_device(device: str):
-    """``auto`` gives CUDA when available, else CPU; ``cuda`` without CUDA raises."""
+    """``auto`` gives ``$BLINDSPOTS_DEVICE`` when set, else CUDA when available, else CPU; ``cuda`` without
+    CUDA raises.
+
+    ``BLINDSPOTS_DEVICE=cpu`` lets a CUDA machine re-execute the committed book-scale notebooks (nbval in
+    ``make test-gpu``) on the device their outputs came from: a CUDA generator draws other numbers.
+    """
     import torch
 
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
     if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+        forced = os.environ.get("BLINDSPOTS_DEVICE", "").strip()
+        if forced and forced not in ("cpu", "cuda"):
+            raise ValueError(f"$BLINDSPOTS_DEVICE must be 'cpu' or 'cuda' (or unset), got {forced!r}")
+        device = forced or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
         raise ValueError("device='cuda' was asked for but CUDA is not available; use 'auto' or 'cpu'")
     return torch.device(device)
