@@ -28,6 +28,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .metafeatures import meta_features
+from .theory import _check_size
 
 SHAPES: tuple[str, ...] = ("gauss", "laplace", "bimodal")
 #: The bimodal law is ``(N(-delta, 1 - delta^2) + N(delta, 1 - delta^2)) / 2``: mean 0, variance 1.
@@ -215,13 +216,10 @@ def fit_read_out(features: np.ndarray, y: np.ndarray, max_iter: int = 50, tol: f
 
 def _chunk_sizes(total: int, chunk: int | None, name: str) -> list[int]:
     """``total`` split into consecutive pieces of at most ``chunk`` (one piece when ``chunk`` is None)."""
-    if not isinstance(total, (int, np.integer)) or total < 2:
-        raise ValueError(f"{name} must be an integer >= 2, got {total!r}")
-    if chunk is not None and (not isinstance(chunk, (int, np.integer)) or chunk < 1):
-        raise ValueError(f"chunk must be None or an integer >= 1, got {chunk!r}")
-    if chunk is None or chunk >= total:
-        return [int(total)]
-    return [int(chunk)] * (total // chunk) + ([int(total % chunk)] if total % chunk else [])
+    total = _check_size(name, total, low=2)  # standard errors need two tasks
+    if chunk is None or _check_size("chunk", chunk) >= total:
+        return [total]
+    return [int(chunk)] * (total // chunk) + ([total % chunk] if total % chunk else [])
 
 
 def representation_gaps(task: TwoShapeTask, n: int, fit_tasks: int, test_tasks: int,

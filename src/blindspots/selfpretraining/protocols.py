@@ -22,6 +22,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
+from .. import runtime
 from . import proximity, tasks, train, transfer
 from .model import ModelConfig
 
@@ -59,19 +60,16 @@ def _rng(data_seed: int, offset: int) -> np.random.Generator:
 
 
 def train_device(config: Mapping[str, Any]) -> torch.device:
-    """The device a seed trains on: ``config['device']`` (a name such as ``"cuda"``), the CPU when absent.
+    """The device a seed trains on: ``config['device']`` (``"cpu"`` or ``"cuda"``), the CPU when absent.
 
     Chapters pass ``str(run.device)``, so full scale trains on CUDA when the runtime found it. A generator
     on CUDA draws other numbers than one on the CPU, so CPU runs are the ones whose numbers are committed.
+    Checked by :func:`blindspots.runtime.resolve_device`, as the chapter's own ``device`` is.
     """
-    name = config.get("device", "cpu")
     try:
-        dev = torch.device(name)
-    except (RuntimeError, TypeError) as err:
-        raise ValueError(f"config['device'] must name a torch device such as 'cpu' or 'cuda', got {name!r}") from err
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"config['device'] is {name!r} but CUDA is not available; use 'cpu'")
-    return dev
+        return runtime.resolve_device(config.get("device", "cpu"))
+    except ValueError as err:
+        raise ValueError(f"config['device']: {err}") from err
 
 
 def _gen(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
@@ -124,6 +122,7 @@ def scratch_vs_spt(seed: int, config: Mapping[str, Any]) -> dict[str, Any]:
     """
     d, s = config["data_seed"], int(seed)
     data = walk_data(config)
+    dev = data["x_train"].device
     cfg = model_config(config)
     init_seed = 1000 * d + 10 * s
     probe = data["x_test"][: config["n_maps"]]
@@ -138,12 +137,12 @@ def scratch_vs_spt(seed: int, config: Mapping[str, Any]) -> dict[str, Any]:
 
     maps: dict[str, np.ndarray] = {}
     offsets: dict[str, np.ndarray] = {}
-    scratch = train.build_model(cfg, seed=init_seed, device=data["x_train"].device)
+    scratch = train.build_model(cfg, seed=init_seed, device=dev)
     look("scratch, init", scratch)
     h_scratch = _label_run(scratch, data, config, d + 10 * s, eval_every=config["eval_every"])
-    source = train.build_model(cfg, seed=init_seed + 1, device=data["x_train"].device)
+    source = train.build_model(cfg, seed=init_seed + 1, device=dev)
     spt_loss = _pretrain(source, data["x_train"], config, config["spt_steps"], d + 10 * s + 1)
-    tuned = train.build_model(cfg, seed=init_seed, device=data["x_train"].device)
+    tuned = train.build_model(cfg, seed=init_seed, device=dev)
     copied = transfer.finetune_init(tuned, source)
     h_spt = _label_run(tuned, data, config, d + 10 * s + 2, eval_every=config["eval_every"])
     for name, m in (("scratch, trained", scratch), ("after SPT", source), ("SPT + fine-tune", tuned)):
@@ -158,7 +157,8 @@ def no_attention_baseline(seed: int, config: Mapping[str, Any]) -> float:
     """Test accuracy of the no-attention model after the chapter's label steps (one seed)."""
     d, s = config["data_seed"], int(seed)
     data = walk_data(config)
-    m = train.build_model(model_config(config), seed=1000 * d + 10 * s + 9, device=data["x_train"].device, attention=False)
+    m = train.build_model(model_config(config), seed=1000 * d + 10 * s + 9, device=data["x_train"].device,
+                          attention=False)
     return _label_run(m, data, config, d + 10 * s + 9).final
 
 
@@ -182,22 +182,23 @@ def ablation_seed(seed: int, config: Mapping[str, Any]) -> dict[str, Any]:
     t0 = time.process_time()
     d, s = config["data_seed"], int(seed)
     data = walk_data(config)
+    dev = data["x_train"].device
     cfg = model_config(config)
     init_seed = 1000 * d + 10 * s
     checkpoints = sorted(set(int(c) for c in config["spt_checkpoints"]) | {0})
     longest = max(checkpoints)
     rows: dict[str, float] = {}
-    fresh = lambda: train.build_model(cfg, seed=init_seed, device=data["x_train"].device)  # noqa: E731
+    fresh = lambda: train.build_model(cfg, seed=init_seed, device=dev)  # noqa: E731
     label = lambda m: _label_run(m, data, config, d + 10 * s).final  # noqa: E731
 
     saved: dict[int, dict] = {}
-    source = train.build_model(cfg, seed=init_seed + 1, device=data["x_train"].device)
+    source = train.build_model(cfg, seed=init_seed + 1, device=dev)
     curve = _pretrain(source, data["x_train"], config, longest, d + 10 * s + 1,
                       checkpoints=tuple(checkpoints), saved=saved)
     for c in checkpoints:
         m = fresh()
         if c > 0:
-            ckpt = train.build_model(cfg, seed=0, device=data["x_train"].device)
+            ckpt = train.build_model(cfg, seed=0, device=dev)
             ckpt.load_state_dict(saved[c])
             transfer.finetune_init(m, ckpt)
         rows["scratch" if c == 0 else f"SPT {c} steps"] = label(m)
@@ -212,7 +213,7 @@ def ablation_seed(seed: int, config: Mapping[str, Any]) -> dict[str, Any]:
         local[name] = proximity.proximity_summary(m, data["x_test"][:64], config["local_k"])["local_mass"]
         rows[name] = label(m)
     if config.get("other_source"):
-        other = train.build_model(cfg, seed=init_seed + 1, device=data["x_train"].device)
+        other = train.build_model(cfg, seed=init_seed + 1, device=dev)
         _pretrain(other, data["x_other"], config, longest, d + 10 * s + 1)
         m = fresh()
         transfer.finetune_init(m, other)
@@ -230,12 +231,13 @@ def depth_seed(seed: int, config: Mapping[str, Any], n_layers: int) -> dict[str,
     t0 = time.process_time()
     d, s = config["data_seed"], int(seed)
     data = walk_data(config)
+    dev = data["x_train"].device
     cfg = model_config(config, n_layers)
     init_seed = 1000 * d + 10 * s
-    acc_scratch = _label_run(train.build_model(cfg, seed=init_seed, device=data["x_train"].device), data, config, d + 10 * s).final
-    source = train.build_model(cfg, seed=init_seed + 1, device=data["x_train"].device)
+    acc_scratch = _label_run(train.build_model(cfg, seed=init_seed, device=dev), data, config, d + 10 * s).final
+    source = train.build_model(cfg, seed=init_seed + 1, device=dev)
     curve = _pretrain(source, data["x_train"], config, config["spt_steps"], d + 10 * s + 1)
-    m = train.build_model(cfg, seed=init_seed, device=data["x_train"].device)
+    m = train.build_model(cfg, seed=init_seed, device=dev)
     copied = transfer.finetune_init(m, source)
     src_state, tgt_state = source.state_dict(), m.state_dict()
     copied_err = max(float((tgt_state[k] - src_state[k]).abs().max()) for k in copied)
