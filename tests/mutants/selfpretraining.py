@@ -176,10 +176,7 @@ for _task in ("listops", "image"):
                           unit=UNIT_LRA + "test_learns_claim_fails_for_a_model_at_the_majority_label"))
 
 # --- chapter 07: the pretraining-length sweep
-MUTANTS.append(Mutant(
-    "sp-spt-checkpoint-aliased", "selfpretraining/07_spt_length", "spt-checkpoint-is-a-shorter-run",
-    "SPT checkpoints keep the live state dict instead of a copy, so every checkpoint is the end of the run",
-    patch="""from blindspots.selfpretraining import train as _T
+_ALIASED_CHECKPOINTS = """from blindspots.selfpretraining import train as _T
 _orig = _T.pretrain
 def _aliased(model, tokens, **kw):
     out = _orig(model, tokens, **kw)
@@ -188,4 +185,13 @@ def _aliased(model, tokens, **kw):
             kw["saved"][c] = model.state_dict()
     return out
 _T.pretrain = _aliased
-"""))
+"""
+MUTANTS.append(Mutant(
+    "sp-spt-checkpoint-aliased", "selfpretraining/07_spt_length", "spt-checkpoint-is-a-shorter-run",
+    "SPT checkpoints keep the live state dict instead of a copy, so every checkpoint is the end of the run",
+    patch=_ALIASED_CHECKPOINTS))
+# --- chapter 09: the sweep on ListOps and PathFinder
+MUTANTS.append(Mutant(
+    "sp-lra-checkpoint-aliased", "selfpretraining/09_lra_spt_length", "lra-checkpoint-is-a-shorter-run",
+    "SPT checkpoints keep the live state dict instead of a copy, so every checkpoint is the end of the run",
+    patch=_ALIASED_CHECKPOINTS))

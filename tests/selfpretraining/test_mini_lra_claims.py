@@ -110,3 +110,19 @@ def test_verdict_reads_the_interval():
     up, down, across = (claims.seed_effect(a, b, paired=True) for a, b in
                         (([3, 4, 5], [1, 1, 1]), ([1, 1, 1], [3, 4, 5]), ([1, 3, 2], [2, 2, 2])))
     assert [mini_lra.verdict(e) for e in (up, down, across)] == ["reproduces", "opposite", "not resolved at this scale"]
+
+
+def test_sweep_rows_and_accuracies_follow_the_seeds():
+    config = {"spt_epochs": 10, "spt_checkpoints": [3, 1]}
+    assert mini_lra.sweep_points(config) == {0: "scratch", 1: "spt_1ep", 3: "spt_3ep", 10: "spt"}
+    rows = lambda s: {"scratch": 0.1 + s, "spt_1ep": 0.2 + s, "spt_3ep": 0.3 + s, "spt": 0.4 + s}  # noqa: E731
+    results = [{"layers": L, "seed": s, "rows": rows(s + 10 * L)} for L in (2, 1) for s in (1, 0)]
+    acc = mini_lra.sweep_accuracies(results, config, [1, 2], [0, 1])
+    assert list(acc) == [(L, e) for L in (1, 2) for e in (0, 1, 3, 10)]
+    assert np.allclose(acc[(1, 3)], [10.3, 11.3]) and np.allclose(acc[(2, 0)], [20.1, 21.1])
+    with pytest.raises(ValueError, match=r"\(depth, seed\)"):
+        mini_lra.sweep_accuracies(results, config, [1, 4], [0])
+    for bad in ({"spt_epochs": 3, "spt_checkpoints": [3]}, {"spt_epochs": 3, "spt_checkpoints": [0]},
+                {"spt_epochs": 0}):
+        with pytest.raises(ValueError, match="spt_checkpoints"):
+            mini_lra.sweep_points(bad)

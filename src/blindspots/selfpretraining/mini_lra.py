@@ -183,6 +183,27 @@ def checkpoint_gap(config: Mapping[str, Any], data: Mapping[str, np.ndarray], se
     return max(float((saved[epochs * per_epoch][k].double() - v.double()).abs().max()) for k, v in ref.items())
 
 
+def sweep_points(config: Mapping[str, Any]) -> dict[int, str]:
+    """The rows of a pretraining-length sweep (chapters 07 and 09), SPT epochs -> :func:`lra_seed`'s row name:
+    0 is ``scratch``, each of ``spt_checkpoints`` is ``spt_<e>ep`` and ``spt_epochs`` is ``spt``."""
+    total = int(config["spt_epochs"])
+    stops = sorted({int(e) for e in config.get("spt_checkpoints", ())})
+    if total < 1 or any(not 1 <= e < total for e in stops):
+        raise ValueError(f"spt_checkpoints must lie in [1, spt_epochs) with spt_epochs >= 1, got {stops} and {total}")
+    return {0: "scratch", **{e: f"spt_{e}ep" for e in stops}, total: "spt"}
+
+
+def sweep_accuracies(results: list[dict[str, Any]], config: Mapping[str, Any], depths, seeds) -> dict[tuple[int, int], np.ndarray]:
+    """Test accuracies of a sweep, ``(n_layers, SPT epochs) -> array over seeds`` (in the order of ``seeds``),
+    from :func:`merge_lra_jobs`'s records; every (depth, seed) must be there."""
+    by = {(r["layers"], r["seed"]): r["rows"] for r in results}
+    missing = [(int(L), int(s)) for L in depths for s in seeds if (int(L), int(s)) not in by]
+    if missing:
+        raise ValueError(f"results lack (depth, seed) pairs {missing}")
+    return {(int(L), e): np.array([by[(int(L), int(s))][row] for s in seeds])
+            for L in depths for e, row in sweep_points(config).items()}
+
+
 def lra_seed(task: int, config: Mapping[str, Any], data: Mapping[str, np.ndarray],
              other: Mapping[str, np.ndarray]) -> dict[str, Any]:
     """One seed of one task: ``task = 1000 * group + 100 * n_layers + seed`` (see :func:`lra_job_ids`).

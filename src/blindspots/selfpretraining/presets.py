@@ -86,6 +86,21 @@ PRESETS["selfpretraining/07_spt_length"] = {
     "full": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, **_SWEEP, "seeds": 5, "spt_epochs": 50,
              "spt_checkpoints": [1, 10], "label_steps": 1000, "depths": [1, 2, 4], "n_jobs": 2},
 }
+# Chapter 09, the same sweep on ListOps and PathFinder at book-scale lengths (120 and 256 tokens), scratch and SPT
+# rows only. Depths are per task (task_depths). Full scale is sized for 2 CPU cores (about 45 minutes): sweep
+# points 0, 1, 10 and 50 epochs, ListOps at depths 1, 2 and 4, PathFinder at 1 and 2 (its depth 4 costs 4x its
+# depth 1 per step, about another hour here; chapter 06's GPU preset has it).
+_LRA_SWEEP = {"tasks": ["listops", "pathfinder"], "arms": ["scratch", "spt"], "deep_arms": ["scratch", "spt"],
+              "n_train": 1000, "n_test": 297}
+PRESETS["selfpretraining/09_lra_spt_length"] = {
+    "smoke": {**_LRA_SMOKE, **_LRA_SWEEP, "n_train": 64, "n_test": 40, "seeds": 2, "spt_epochs": 2,
+              "spt_checkpoints": [1], "label_steps": 4, "task_depths": {"listops": [1], "pathfinder": [1]}, "n_jobs": 1},
+    "book": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, **_LRA_SWEEP, "seeds": 5, "spt_epochs": 3,
+             "spt_checkpoints": [1], "label_steps": 150, "task_depths": {"listops": [1], "pathfinder": [1]}, "n_jobs": 2},
+    "full": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, **_LRA_SWEEP, "seeds": 5, "spt_epochs": 50,
+             "spt_checkpoints": [1, 10], "label_steps": 400, "task_depths": {"listops": [1, 2, 4], "pathfinder": [1, 2]},
+             "n_jobs": 2},
+}
 # Chapter 08: PathFinder at two layers (scratch and SPT + fine-tune only); chapter 06 holds one layer, every arm,
 # since both depths in one notebook would take about 300 s on two cores, over the 4-minute budget.
 PRESETS["selfpretraining/08_pathfinder_depth"] = {
