@@ -92,8 +92,9 @@ PRESETS["selfpretraining/07_spt_length"] = {
 # depth 1 per step, about another hour here; chapter 06's GPU preset has it).
 _LRA_SWEEP = {"tasks": ["listops", "pathfinder"], "arms": ["scratch", "spt"], "deep_arms": ["scratch", "spt"],
               "n_train": 1000, "n_test": 297}
+_SWEEP_SMOKE = {k: v for k, v in _LRA_SMOKE.items() if k != "depths"}  # every scale sets the same keys
 PRESETS["selfpretraining/09_lra_spt_length"] = {
-    "smoke": {**_LRA_SMOKE, **_LRA_SWEEP, "n_train": 64, "n_test": 40, "seeds": 2, "spt_epochs": 2,
+    "smoke": {**_SWEEP_SMOKE, **_LRA_SWEEP, "n_train": 64, "n_test": 40, "seeds": 2, "spt_epochs": 2,
               "spt_checkpoints": [1], "label_steps": 4, "task_depths": {"listops": [1], "pathfinder": [1]}, "n_jobs": 1},
     "book": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, **_LRA_SWEEP, "seeds": 5, "spt_epochs": 3,
              "spt_checkpoints": [1], "label_steps": 150, "task_depths": {"listops": [1], "pathfinder": [1]}, "n_jobs": 2},
