@@ -17,6 +17,9 @@ N_TEST = 297
 # Book-scale one-layer SPT + fine-tune accuracies (seeds 0-4) and the majority-label accuracy of each task.
 BOOK = {"listops": (np.array([0.253, 0.266, 0.236, 0.259, 0.232]), 0.125),
         "image": (np.array([0.609, 0.431, 0.633, 0.684, 0.687]), 0.091)}
+# Two layers, every arm: SPT + fine-tune accuracies of chapters 10 (ListOps) and 11 (digits), seeds 0-4.
+BOOK_DEEP = {"listops": (np.array([0.263, 0.269, 0.253, 0.242, 0.226]), 0.125),
+             "image": (np.array([0.758, 0.758, 0.704, 0.791, 0.687]), 0.091)}
 
 
 @pytest.fixture(autouse=True)
@@ -24,8 +27,8 @@ def _records(tmp_path, monkeypatch):
     monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path))
 
 
-def learns_claim(task, acc, majority):
-    return claims.claim_effect(f"{task}-spt-learns", "c", acc, np.full(len(acc), majority),
+def learns_claim(task, acc, majority, name="spt-learns"):
+    return claims.claim_effect(f"{task}-{name}", "c", acc, np.full(len(acc), majority),
                                exceeds=mini_lra.LEARNS_MIN[task], paired=True, show=False)
 
 
@@ -36,6 +39,15 @@ def test_learns_claim_fails_for_a_model_at_the_majority_label():
         nothing = rng.binomial(N_TEST, majority, size=len(acc)) / N_TEST
         with pytest.raises(ClaimFailed):
             learns_claim(task, nothing, majority)
+
+
+@pytest.mark.parametrize("task", sorted(BOOK_DEEP))
+def test_deep_learns_claim_fails_for_a_model_at_the_majority_label(task):
+    acc, majority = BOOK_DEEP[task]
+    learns_claim(task, acc, majority, "spt-learns-deep")  # the unplanted results pass
+    nothing = np.random.default_rng(1).binomial(N_TEST, majority, size=len(acc)) / N_TEST
+    with pytest.raises(ClaimFailed):
+        learns_claim(task, nothing, majority, "spt-learns-deep")
 
 
 def test_every_claimed_task_is_a_task():
@@ -55,6 +67,11 @@ def test_lra_seed_pairs_arms_and_copies_only_qk():
     assert sorted(r["copied_qk"]) == sorted(f"blocks.0.attn.{p}.{w}" for p in ("q_proj", "k_proj") for w in ("weight", "bias"))
     deep = mini_lra.lra_seed(201, sizes, data, other)
     assert set(deep["rows"]) == {"scratch", "spt"} and deep["layers"] == 2
+    every = mini_lra.lra_seed(201, {**sizes, "deep_arms": list(mini_lra.ARMS)}, data, other)
+    assert set(every["rows"]) == set(mini_lra.ARMS)
+    assert sorted(every["copied_qk"]) == sorted(f"blocks.{i}.attn.{p}.{w}" for i in (0, 1)
+                                                for p in ("q_proj", "k_proj") for w in ("weight", "bias"))
+    assert every["rows"]["scratch"] == deep["rows"]["scratch"] and every["rows"]["spt"] == deep["rows"]["spt"]
     again = mini_lra.lra_seed(101, sizes, data, other)
     assert again["rows"] == r["rows"]  # seeded
 

@@ -109,3 +109,16 @@ PRESETS["selfpretraining/08_pathfinder_depth"] = {
     "book": {**PRESETS["selfpretraining/06_mini_lra_pathfinder"]["book"], "depths": [2], "deep_arms": ["scratch", "spt"]},
     "full": {**_LRA_FULL, "tasks": ["pathfinder"], "depths": [2], "deep_arms": ["scratch", "spt"]},  # depth 4: chapter 06
 }
+# Chapters 10 and 11: every arm beyond one layer (chapters 05-06 run the QK-only hybrid, the other source and the
+# ALiBi control at one layer only), one task per chapter: every arm at two layers on both tasks took 680 s of seed
+# CPU time, about 340 s of wall time on two cores, over the 4-minute budget. Book scale: two layers, chapter 05's
+# data and protocol. Full scale: four layers and 400 label steps, sized for 2 CPU cores (estimated from the book
+# runs' CPU time at about 12 and 8 minutes); PathFinder at four layers with every arm is chapter 06's GPU preset.
+_EVERY_ARM = {"deep_arms": ["scratch", "spt", "qk_only", "other_source", "alibi"], "spt_checkpoints": []}
+for _chapter, _task in (("selfpretraining/10_deep_arms_listops", "listops"), ("selfpretraining/11_deep_arms_digits", "image")):
+    PRESETS[_chapter] = {
+        "smoke": {**_LRA_SMOKE, **_EVERY_ARM, "tasks": [_task], "depths": [2]},
+        "book": {**PRESETS["selfpretraining/05_mini_lra"]["book"], **_EVERY_ARM, "tasks": [_task], "depths": [2]},
+        "full": {**PRESETS["selfpretraining/05_mini_lra"]["book"], **_EVERY_ARM, "tasks": [_task], "depths": [4],
+                 "label_steps": 400},
+    }
