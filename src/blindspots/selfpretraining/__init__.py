@@ -28,7 +28,7 @@ _GROUPS = (
      ("PathFinderTask", "sample_image", "sample_pathfinder", "endpoints_connected")),
     ("positional", "selfpretraining/05-06, 08", "how Toeplitz a positional score matrix is",
      ("diagonal_energy_fraction", "toeplitz_projection", "offset_profile", "random_diagonal_fraction")),
-    ("mini_lra", "selfpretraining/05-09", "the mini LRA's shared vocabulary, data and per-seed protocol",
+    ("mini_lra", "selfpretraining/05-11", "the mini LRA's shared vocabulary, data and per-seed protocol",
      ("task_data", "lra_seed", "lra_job_ids", "merge_lra_jobs", "spt_run", "checkpoint_gap", "sweep_points",
       "sweep_accuracies", "majority_accuracy", "verdict")),
     ("protocols", "selfpretraining/02-04", "per-seed protocols for runtime.map_seeds, and the claims' criteria",
