@@ -7,6 +7,14 @@ STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-12)
 JB := $(BIN)/jupyter-book
 CLAIMS := $(CURDIR)/_build/claims
 
+# Test stages run TEST_WORKERS pytest workers (pytest-xdist; a notebook's cells stay on one worker), so
+# one notebook's serial parts overlap another's training. Workers share the cores: each kernel keeps one
+# torch and one BLAS thread (SHARE_CORES), since threads spinning on busy cores slow training 10-20x.
+# TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+SHARE_CORES := $(if $(XDIST),BLINDSPOTS_KERNEL_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1)
+
 # $(call timed,NAME,COMMAND): run COMMAND, record its wall time in _build/timings/NAME.txt (status page).
 timed = mkdir -p _build/timings; start=$$(date +%s); $(2); rc=$$?; \
 	echo $$(( $$(date +%s) - start )) > _build/timings/$(1).txt; exit $$rc
@@ -55,16 +63,17 @@ test: $(STAMP) browser
 	$(MAKE) test-unit test-smoke test-nbval test-mutants test-docs test-browser
 
 test-unit: $(STAMP)
-	@$(call timed,test-unit,$(BIN)/pytest tests --ignore=tests/notebooks --ignore=tests/mutants --ignore=tests/browser -q)
+	@$(call timed,test-unit,$(SHARE_CORES) $(BIN)/pytest tests --ignore=tests/notebooks --ignore=tests/mutants --ignore=tests/browser -q $(XDIST))
 
 # Each notebook once at smoke scale (papermill), with the toc and environment checks.
 test-smoke: $(STAMP)
-	@$(call timed,test-smoke,$(BIN)/pytest tests/notebooks -q -m "not gpu")
+	@$(call timed,test-smoke,$(SHARE_CORES) $(BIN)/pytest tests/notebooks -q -m "not gpu" $(XDIST) --durations=10)
 
 # Each committed notebook once at book scale; claims land in _build/claims for the report.
 test-nbval: $(STAMP)
-	@$(call timed,test-nbval,BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(BIN)/pytest -q -p no:cacheprovider --nbval-lax \
-	  --nbval-sanitize-with tests/notebooks/sanitize.cfg --ignore-glob="*/.ipynb_checkpoints/*" notebooks)
+	@$(call timed,test-nbval,$(SHARE_CORES) BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(BIN)/pytest -q -p no:cacheprovider --nbval-lax \
+	  --nbval-sanitize-with tests/notebooks/sanitize.cfg --ignore-glob="*/.ipynb_checkpoints/*" $(XDIST) \
+	  --durations=30 notebooks)
 
 # Planted errors (tests/mutants): each verification claim recorded by the book-scale run must be
 # killed by one, at smoke scale or at unit level; the score lands in the verification report.

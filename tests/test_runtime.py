@@ -53,6 +53,7 @@ def test_every_toc_chapter_has_presets():
 
 def test_setup_seeds_and_clears_old_records(tmp_path, monkeypatch, fake_chapter):
     monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path))
+    monkeypatch.delenv("BLINDSPOTS_KERNEL_THREADS", raising=False)  # make test caps it; this checks the default
     chapter = fake_chapter
     folder = tmp_path / chapter.replace("/", "__")
     folder.mkdir(parents=True)
@@ -92,6 +93,21 @@ def test_preset_can_cap_threads_and_bad_caps_are_named(monkeypatch, tmp_path):
     assert run.threads == 1 == torch.get_num_threads()
     with pytest.raises(ValueError, match="torch_threads"):
         runtime.setup("smoke", "cpu", 0, chapter="testing/02_bad")
+    torch.set_num_threads(runtime.physical_cores())
+
+
+def test_kernel_threads_env_caps_threads_and_bad_values_are_named(monkeypatch, tmp_path):
+    monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path))
+    presets = {"testing/01_wide": {s: {} for s in runtime.SCALES}}
+    monkeypatch.setattr(runtime, "all_presets", lambda: presets)
+    monkeypatch.setenv("BLINDSPOTS_KERNEL_THREADS", "1")
+    run = runtime.setup("smoke", "cpu", 0, chapter="testing/01_wide")
+    assert run.threads == 1 == torch.get_num_threads()
+    monkeypatch.setenv("BLINDSPOTS_KERNEL_THREADS", "64")  # a cap, never more than the cores
+    assert runtime.setup("smoke", "cpu", 0, chapter="testing/01_wide").threads == runtime.physical_cores()
+    monkeypatch.setenv("BLINDSPOTS_KERNEL_THREADS", "0")
+    with pytest.raises(ValueError, match=r"\$BLINDSPOTS_KERNEL_THREADS must be an integer >= 1"):
+        runtime.setup("smoke", "cpu", 0, chapter="testing/01_wide")
     torch.set_num_threads(runtime.physical_cores())
 
 

@@ -215,13 +215,15 @@ def setup(scale: str = "book", device: str = "auto", seed: int = 0, *, chapter: 
     sizes = sizes_for(chapter, scale)
     dev = resolve_device(device)
     # One intra-op thread per physical core: oversubscription slows small models 10-20x.
-    # A chapter of tiny models may cap it lower with the preset key ``torch_threads``.
+    # A chapter of tiny models may cap it lower with the preset key ``torch_threads``, and
+    # ``$BLINDSPOTS_KERNEL_THREADS`` caps it when several notebooks share the cores (make test-nbval).
     threads = physical_cores()
     cap = sizes.get("torch_threads")
     if cap is not None:
         if not isinstance(cap, int) or cap < 1:
             raise ValueError(f"preset torch_threads of {chapter!r} must be an integer >= 1, got {cap!r}")
         threads = min(threads, cap)
+    threads = min(threads, _env_count("BLINDSPOTS_KERNEL_THREADS", threads))
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     np.random.seed(seed)  # only for third-party code that reads the global state

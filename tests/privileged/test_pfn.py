@@ -204,7 +204,8 @@ def test_evaluate_pfn_scores_the_deployable_model(monkeypatch):
     t = F.batch_tensors(batch, meta=True)
     p = model.predict_proba(*_args(t), meta=t["meta"]).double().numpy()
     y = batch.query_y
-    assert res["bce"] == pytest.approx(-(y * np.log(p) + (1 - y) * np.log(1 - p)).mean(), rel=1e-9)
+    # float32 forward passes: with another thread count the two calls may round differently (~1e-7)
+    assert res["bce"] == pytest.approx(-(y * np.log(p) + (1 - y) * np.log(1 - p)).mean(), rel=1e-6)
     assert res["auroc_tasks"] == np.sum([0 < yi.sum() < len(yi) for yi in y]) and 0 <= res["auroc"] <= 1
     assert set(res["per_family"]) <= set(P.FAMILIES)
     # a scorer that knows the labels has AUROC 1
