@@ -75,6 +75,18 @@ def test_status_page_compares_timings_with_budgets(tmp_path):
     assert "| 5 | 300 | cpu | **no** | this build |" in row
 
 
+def test_status_page_does_not_hold_shared_timings_to_the_budget(tmp_path):
+    book = tmp_path / "claims"
+    d = book / "masked__01_setup"
+    d.mkdir(parents=True)
+    (d / "_run.json").write_text(json.dumps(dict(chapter="masked/01_setup", scale="book", device="cpu",
+                                                 elapsed_s=300.0, notebooks_at_once=2)))
+    text = sphinxext.status_markdown(book)
+    row = next(line for line in text.splitlines() if "masked/01_setup" in line)
+    assert "| (300, shared) | cpu | – | this build |" in row
+    assert "ran 2 notebooks at once" in text
+
+
 def test_src_hash_changes_with_the_sources(tmp_path):
     (tmp_path / "a.py").write_text("x = 1\n")
     h1 = sphinxext.src_hash(tmp_path)

@@ -179,6 +179,8 @@ class Run:
             "torch": _torch_version(),
             "cpu": cpu_model(),
             "seed_worker_threads": int(os.environ.get("BLINDSPOTS_THREADS", "1")),
+            # make test runs notebooks side by side (pytest-xdist): then the time is not this notebook's alone
+            "notebooks_at_once": _env_count("PYTEST_XDIST_WORKER_COUNT", 1),
         }
         folder = chapter_records_dir(self.chapter)
         folder.mkdir(parents=True, exist_ok=True)

@@ -382,19 +382,28 @@ def status_markdown(claims_dir: Path) -> str:
     committed = {c: r for c in chapters if c not in book and (r := committed_run_record(root, c))}
     lines = ["| chapter | smoke (s) | book (s) | book device | within budget | book run |",
              "|---|---|---|---|---|---|"]
-    total = 0.0
+    total, n_shared = 0.0, 1
     for chapter in chapters:
         s, b = smoke.get(chapter), book.get(chapter) or committed.get(chapter)
-        s_t = s["elapsed_s"] if s else None
-        b_t = b["elapsed_s"] if b else None
+        # A time measured beside other notebooks (make test's workers) is not held to a one-notebook budget.
+        s_t = s["elapsed_s"] if s and s.get("notebooks_at_once", 1) == 1 else None
+        b_t = b["elapsed_s"] if b and b.get("notebooks_at_once", 1) == 1 else None
+        shared = [r for r in (s, b) if r and r.get("notebooks_at_once", 1) > 1]
         total += b_t or 0.0
         ok = ((s_t is None or s_t < SMOKE_BUDGET_S) and (b_t is None or b_t < BOOK_BUDGET_S))
         verdict = "–" if s_t is None and b_t is None else ("yes" if ok else "**no**")
         origin = "committed output" if chapter in committed else ("this build" if b else "–")
-        lines.append(f"| {{doc}}`/notebooks/{chapter}` | {_fmt(s_t, 3)} | {_fmt(b_t, 3)} | "
+        times = [_fmt(t, 3) if t is not None else (f"({_fmt(r['elapsed_s'], 3)}, shared)" if r else "–")
+                 for t, r in ((s_t, s), (b_t, b))]
+        lines.append(f"| {{doc}}`/notebooks/{chapter}` | {times[0]} | {times[1]} | "
                      f"{b['device'] if b else '–'} | {verdict} | {origin} |")
-    lines += ["", f"Whole book at book scale (sum of the chapters' in-notebook times): "
+        n_shared = max([n_shared, *[r["notebooks_at_once"] for r in shared]]) if shared else n_shared
+    lines += ["", f"Whole book at book scale (sum of the chapters' in-notebook times measured alone): "
               f"**{total:.0f} s** against a budget of {WHOLE_BOOK_BUDGET_S:.0f} s.", ""]
+    if n_shared > 1:
+        lines += [f"A time in parentheses, marked *shared*, was measured while `make test` ran {n_shared} "
+                  "notebooks at once on these cores: it is not that notebook's time alone, so it is not held "
+                  "to the budget and not summed. `make book` runs the chapters one at a time.", ""]
     lines += [f"Rendered with {_tool_versions()}.", ""]
     machines = sorted({(r.get("cpu") or "unknown", r.get("python") or "?", r.get("numpy") or "?",
                         r.get("torch") or "?") for r in [*book.values(), *committed.values()]})

@@ -127,6 +127,9 @@ def test_verdict_reads_the_interval():
     up, down, across = (claims.seed_effect(a, b, paired=True) for a, b in
                         (([3, 4, 5], [1, 1, 1]), ([1, 1, 1], [3, 4, 5]), ([1, 3, 2], [2, 2, 2])))
     assert [mini_lra.verdict(e) for e in (up, down, across)] == ["reproduces", "opposite", "not resolved at this scale"]
+    assert [mini_lra.verdict(e, mini_lra.SCRATCH_VERDICTS) for e in (up, down, across)] == list(mini_lra.SCRATCH_VERDICTS)
+    with pytest.raises(ValueError, match="labels must name 3 cases"):
+        mini_lra.verdict(up, ("better", "worse"))
 
 
 def test_sweep_rows_and_accuracies_follow_the_seeds():

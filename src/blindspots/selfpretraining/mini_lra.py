@@ -92,10 +92,19 @@ def majority_accuracy(data: Mapping[str, np.ndarray]) -> float:
     return float((data["y_test"] == top).mean())
 
 
-def verdict(effect) -> str:
-    """The headline tables' verdict on a paired effect (a :class:`~blindspots.claims.SeedEffect`): *reproduces*
-    when its 95% interval lies above 0, *opposite* when below, else *not resolved at this scale*."""
-    return "reproduces" if effect.low > 0 else ("opposite" if effect.high < 0 else "not resolved at this scale")
+#: The headline tables' words for an interval above 0, below 0, and across 0.
+PAPER_VERDICTS: tuple[str, str, str] = ("reproduces", "opposite", "not resolved at this scale")
+#: The same three cases said of an arm's paired effect over scratch.
+SCRATCH_VERDICTS: tuple[str, str, str] = ("above scratch", "below scratch", "not resolved against scratch")
+
+
+def verdict(effect, labels: tuple[str, str, str] = PAPER_VERDICTS) -> str:
+    """Where the 95% interval of a paired effect (a :class:`~blindspots.claims.SeedEffect`) lies:
+    ``labels[0]`` when above 0, ``labels[1]`` when below, else ``labels[2]``. The default labels are the
+    headline tables' (*reproduces*, *opposite*, *not resolved at this scale*)."""
+    if len(labels) != 3:
+        raise ValueError(f"labels must name 3 cases (above 0, below 0, across 0), got {labels!r}")
+    return labels[0] if effect.low > 0 else (labels[1] if effect.high < 0 else labels[2])
 
 
 def _init_seed(config: Mapping[str, Any], seed: int) -> int:
