@@ -13,7 +13,8 @@ CLAIMS := $(CURDIR)/_build/claims
 # TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
-SHARE_CORES := $(if $(XDIST),BLINDSPOTS_KERNEL_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1)
+ONE_THREAD := BLINDSPOTS_KERNEL_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+SHARE_CORES := $(if $(XDIST),$(ONE_THREAD))
 
 # $(call timed,NAME,COMMAND): run COMMAND, record its wall time in _build/timings/NAME.txt (status page).
 timed = mkdir -p _build/timings; start=$$(date +%s); $(2); rc=$$?; \
@@ -77,8 +78,9 @@ test-nbval: $(STAMP)
 
 # Planted errors (tests/mutants): each verification claim recorded by the book-scale run must be
 # killed by one, at smoke scale or at unit level; the score lands in the verification report.
+# They run one per core, so each keeps one thread (ONE_THREAD).
 test-mutants: $(STAMP)
-	@$(call timed,test-mutants,BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(BIN)/pytest tests/mutants -q -p no:cacheprovider)
+	@$(call timed,test-mutants,$(ONE_THREAD) BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(BIN)/pytest tests/mutants -q -p no:cacheprovider)
 
 # Strict build (-W -n): broken references or citations fail. Notebooks were just run by
 # nbval, so this build renders their committed outputs instead of running them again.

@@ -89,18 +89,17 @@ def outcomes(request, tmp_path_factory) -> dict:
     if len(chosen) == len(MUTANTS):
         for old_record in OUT.glob("*.json"):  # the report must not list mutants of an earlier registry
             old_record.unlink()
-    nb_mutants = [m for m in chosen if m.level == "notebook"]
     old = os.environ.get("BLINDSPOTS_CLAIMS_DIR")
-    try:
+    try:  # notebook- and unit-level mutants share the pool: each is a process of its own (kernel or pytest)
         results = Parallel(n_jobs=runtime.physical_cores(), backend="threading")(
-            delayed(_run_notebook_mutant)(m, folder) for m in nb_mutants)
+            delayed(_run_notebook_mutant if m.level == "notebook" else _run_unit_mutant)(
+                *((m, folder) if m.level == "notebook" else (m,))) for m in chosen)
     finally:
         if old is None:
             os.environ.pop("BLINDSPOTS_CLAIMS_DIR", None)
         else:
             os.environ["BLINDSPOTS_CLAIMS_DIR"] = old
-    out = {m.id: r for m, r in zip(nb_mutants, results)}
-    out.update({m.id: _run_unit_mutant(m) for m in chosen if m.level == "unit"})
+    out = {m.id: r for m, r in zip(chosen, results)}
     for m in chosen:
         rec = {"id": m.id, "notebook": m.notebook, "kills": m.kills, "what": m.what, "level": m.level,
                "unit": m.unit, "killed": _killed(m, out[m.id]), **out[m.id]}
