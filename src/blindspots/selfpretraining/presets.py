@@ -113,7 +113,8 @@ PRESETS["selfpretraining/08_pathfinder_depth"] = {
 # ALiBi control at one layer only), one task per chapter: every arm at two layers on both tasks took 680 s of seed
 # CPU time, about 340 s of wall time on two cores, over the 4-minute budget. Book scale: two layers, chapter 05's
 # data and protocol. Full scale: four layers and 400 label steps, sized for 2 CPU cores (estimated from the book
-# runs' CPU time at about 12 and 8 minutes); PathFinder at four layers with every arm is chapter 06's GPU preset.
+# runs' CPU time at about 12 and 8 minutes; the committed runs took 7 and 10 minutes on 2 AMD EPYC cores); PathFinder at
+# four layers with every arm is chapter 06's GPU preset.
 _EVERY_ARM = {"deep_arms": _LRA_FULL["deep_arms"], "spt_checkpoints": []}  # the five arms of def-sp-mini-lra-arms
 for _chapter, _task in (("selfpretraining/10_deep_arms_listops", "listops"), ("selfpretraining/11_deep_arms_digits", "image")):
     PRESETS[_chapter] = {
