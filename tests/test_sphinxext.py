@@ -83,8 +83,25 @@ def test_status_page_does_not_hold_shared_timings_to_the_budget(tmp_path):
                                                  elapsed_s=300.0, notebooks_at_once=2)))
     text = sphinxext.status_markdown(book)
     row = next(line for line in text.splitlines() if "masked/01_setup" in line)
-    assert "| (300, shared) | cpu | – | this build |" in row
+    committed = sphinxext.committed_run_record(sphinxext.runtime.repo_root(), "masked/01_setup")
+    assert f"| {sphinxext._fmt(committed['elapsed_s'], 3)} (300 shared) | cpu |" in row  # judged by its solo time
+    assert row.endswith("| committed output |")
     assert "ran 2 notebooks at once" in text
+
+
+def test_committed_run_record_reads_the_printed_line_when_report_shows_no_value(tmp_path):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("run.report();")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=(
+        "claim  kind\nmasked/01_setup: scale=book, device=cpu, threads=1, elapsed 149.1 s\n"))]
+    nb.cells = [cell]
+    (tmp_path / "notebooks" / "masked").mkdir(parents=True)
+    nbformat.write(nb, tmp_path / "notebooks" / "masked" / "01_setup.ipynb")
+    rec = sphinxext.committed_run_record(tmp_path, "masked/01_setup")
+    assert rec == {"chapter": "masked/01_setup", "scale": "book", "device": "cpu", "threads": 1, "elapsed_s": 149.1}
+    assert sphinxext.committed_run_record(tmp_path, "masked/02_mode_blindness") is None
 
 
 def test_src_hash_changes_with_the_sources(tmp_path):
