@@ -62,6 +62,11 @@ def _run_unit_mutant(mutant) -> dict:
             "evalue": proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-300:]}
 
 
+def _run_mutant(mutant, folder: Path) -> dict:
+    """Either level: each runs in a process of its own (a kernel, or pytest), so both share one pool."""
+    return _run_notebook_mutant(mutant, folder) if mutant.level == "notebook" else _run_unit_mutant(mutant)
+
+
 def _killed(mutant, outcome: dict) -> bool:
     if mutant.level == "unit":
         return outcome["ename"] == "unit-pass"
@@ -90,10 +95,9 @@ def outcomes(request, tmp_path_factory) -> dict:
         for old_record in OUT.glob("*.json"):  # the report must not list mutants of an earlier registry
             old_record.unlink()
     old = os.environ.get("BLINDSPOTS_CLAIMS_DIR")
-    try:  # notebook- and unit-level mutants share the pool: each is a process of its own (kernel or pytest)
+    try:
         results = Parallel(n_jobs=runtime.physical_cores(), backend="threading")(
-            delayed(_run_notebook_mutant if m.level == "notebook" else _run_unit_mutant)(
-                *((m, folder) if m.level == "notebook" else (m,))) for m in chosen)
+            delayed(_run_mutant)(m, folder) for m in chosen)
     finally:
         if old is None:
             os.environ.pop("BLINDSPOTS_CLAIMS_DIR", None)
