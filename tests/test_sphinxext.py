@@ -104,6 +104,26 @@ def test_committed_run_record_reads_the_printed_line_when_report_shows_no_value(
     assert sphinxext.committed_run_record(tmp_path, "masked/02_mode_blindness") is None
 
 
+def test_committed_run_record_parses_the_line_run_report_prints(tmp_path, monkeypatch, capsys, fake_chapter):
+    """_REPORT_LINE and Run.report's print are twins: this fails if either changes alone."""
+    import nbformat
+
+    from blindspots import runtime
+
+    monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path / "claims"))
+    record = runtime.setup("smoke", "cpu", 0, chapter=fake_chapter).report()
+    cell = nbformat.v4.new_code_cell("run.report();")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=capsys.readouterr().out)]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [cell]
+    path = tmp_path / "notebooks" / f"{fake_chapter}.ipynb"
+    path.parent.mkdir(parents=True)
+    nbformat.write(nb, path)
+    rec = sphinxext.committed_run_record(tmp_path, fake_chapter)
+    assert rec is not None and rec["chapter"] == fake_chapter and rec["scale"] == "smoke" and rec["device"] == "cpu"
+    assert rec["threads"] == record["threads"] and rec["elapsed_s"] == round(record["elapsed_s"], 1)
+
+
 def test_src_hash_changes_with_the_sources(tmp_path):
     (tmp_path / "a.py").write_text("x = 1\n")
     h1 = sphinxext.src_hash(tmp_path)
