@@ -45,7 +45,7 @@ def lazy_exports(package: str, title: str, groups: Sequence[Group]
     return "\n".join(lines).rstrip() + "\n", sorted(where), __getattr__, __dir__
 
 
-def _wrap(text: str, indent: str, width: int = 96) -> list[str]:
+def _wrap(text: str, indent: str, width: int = 120) -> list[str]:
     import textwrap
 
     return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent)

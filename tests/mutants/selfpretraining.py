@@ -195,7 +195,7 @@ MUTANTS.append(Mutant(
     "sp-lra-checkpoint-aliased", "selfpretraining/09_lra_spt_length", "lra-checkpoint-is-a-shorter-run",
     "SPT checkpoints keep the live state dict instead of a copy, so every checkpoint is the end of the run",
     patch=_ALIASED_CHECKPOINTS))
-# --- chapters 10 and 11: every arm beyond one layer, ListOps and the digits
+# --- chapters 10-12: every arm beyond one layer, ListOps, the digits and PathFinder
 _QK_FIRST_BLOCK = """from blindspots.selfpretraining import transfer as _T
 import re as _re
 _T.GROUPS["qk"] = _re.compile(r"^blocks\\.0\\.attn\\.(q_proj|k_proj)\\.(weight|bias)$")
@@ -203,17 +203,31 @@ _T.GROUPS["qk"] = _re.compile(r"^blocks\\.0\\.attn\\.(q_proj|k_proj)\\.(weight|b
 _QK_VALUES = """from blindspots.selfpretraining import transfer as _T
 _T.GROUPS["qk"] = _T.GROUPS["attention"]
 """
+
+
+def _qk_mutants(chapter: str, short: str) -> list[Mutant]:
+    """The two planted errors of a deep-arms chapter's QK-only check: too few tensors copied, or too many."""
+    return [Mutant(f"sp-qk-hybrid-first-block-only-{short}", chapter, "qk-hybrid-copies-every-layer",
+                   "the QK-only hybrid matches only the first block's W_Q, W_K, so a deep hybrid is fresh above layer 1",
+                   patch=_QK_FIRST_BLOCK),
+            Mutant(f"sp-qk-hybrid-copies-values-{short}", chapter, "qk-hybrid-copies-every-layer",
+                   "the QK-only hybrid copies the whole attention (W_V and the output map too), not W_Q, W_K alone",
+                   patch=_QK_VALUES)]
+
+
 for _chapter, _task, _short in (("selfpretraining/10_deep_arms_listops", "listops", "listops"),
                                 ("selfpretraining/11_deep_arms_digits", "image", "digits")):
     MUTANTS += [
-        Mutant(f"sp-qk-hybrid-first-block-only-{_short}", _chapter, "qk-hybrid-copies-every-layer",
-               "the QK-only hybrid matches only the first block's W_Q, W_K, so a deep hybrid is fresh above layer 1",
-               patch=_QK_FIRST_BLOCK),
-        Mutant(f"sp-qk-hybrid-copies-values-{_short}", _chapter, "qk-hybrid-copies-every-layer",
-               "the QK-only hybrid copies the whole attention (W_V and the output map too), not W_Q, W_K alone",
-               patch=_QK_VALUES),
+        *_qk_mutants(_chapter, _short),
         Mutant(f"sp-lra-{_task}-deep-learns-nothing", _chapter, f"{_task}-spt-learns-deep",
                f"{_task}, two layers: accuracies of a model that learned nothing (the majority label, with "
                "the test set's binomial noise) in place of SPT + fine-tune",
                unit=UNIT_LRA + f"test_deep_learns_claim_fails_for_a_model_at_the_majority_label[{_task}]"),
     ]
+_PF_DEEP = "selfpretraining/12_deep_arms_pathfinder"
+MUTANTS += [
+    *_qk_mutants(_PF_DEEP, "pathfinder"),
+    Mutant("sp-pf-deep-checkpoint-aliased", _PF_DEEP, "pf-deep-checkpoint-is-a-shorter-run",
+           "SPT checkpoints keep the live state dict instead of a copy, so every checkpoint is the end of the run",
+           patch=_ALIASED_CHECKPOINTS),
+]

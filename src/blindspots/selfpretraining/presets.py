@@ -109,7 +109,7 @@ PRESETS["selfpretraining/08_pathfinder_depth"] = {
     "book": {**PRESETS["selfpretraining/06_mini_lra_pathfinder"]["book"], "depths": [2], "deep_arms": ["scratch", "spt"]},
     "full": {**_LRA_FULL, "tasks": ["pathfinder"], "depths": [2], "deep_arms": ["scratch", "spt"]},  # depth 4: chapter 06
 }
-# Chapters 10 and 11: every arm beyond one layer (chapters 05-06 run the QK-only hybrid, the other source and the
+# Chapters 10-12: every arm beyond one layer (chapters 05-06 run the QK-only hybrid, the other source and the
 # ALiBi control at one layer only), one task per chapter: every arm at two layers on both tasks took 680 s of seed
 # CPU time, about 340 s of wall time on two cores, over the 4-minute budget. Book scale: two layers, chapter 05's
 # data and protocol. Full scale: four layers and 400 label steps, sized for 2 CPU cores (estimated from the book
@@ -123,3 +123,15 @@ for _chapter, _task in (("selfpretraining/10_deep_arms_listops", "listops"), ("s
         "full": {**PRESETS["selfpretraining/05_mini_lra"]["book"], **_EVERY_ARM, "tasks": [_task], "depths": [4],
                  "label_steps": 400},
     }
+# Chapter 12: every arm on PathFinder beyond one layer, with the pretraining-length sweep inside the same runs.
+# Book scale: two layers, 100 label steps and 1000 training sequences (every arm plus one early SPT stop at
+# 150 steps would take about 300 s on two cores, over the budget). Full scale is chapter 09's full sweep protocol
+# (1000 sequences, 50 SPT epochs stopped also at 1 and 10, 400 label steps, the same data and initial weights)
+# at four layers with every arm, sized for 2 CPU cores (estimated at 45 minutes from timed steps).
+_PF_DEEP = {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, **_EVERY_ARM, "tasks": ["pathfinder"], "n_train": 1000,
+            "n_test": 297, "seeds": 5, "n_jobs": 2}
+PRESETS["selfpretraining/12_deep_arms_pathfinder"] = {
+    "smoke": {**_LRA_SMOKE, **_EVERY_ARM, "tasks": ["pathfinder"], "depths": [2], "spt_epochs": 2, "spt_checkpoints": [1]},
+    "book": {**_PF_DEEP, "depths": [2], "spt_epochs": 3, "spt_checkpoints": [1], "label_steps": 100},
+    "full": {**_PF_DEEP, "depths": [4], "spt_epochs": 50, "spt_checkpoints": [1, 10], "label_steps": 400},
+}
