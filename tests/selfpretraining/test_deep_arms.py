@@ -105,3 +105,23 @@ def test_figure_draws_one_bar_per_arm():
     assert len(ax.patches) == 5 and ax.get_title() == "listops"
     import matplotlib.pyplot as plt
     plt.close(fig)
+
+
+def test_merged_rows_list_early_stops_by_epochs():
+    """Tables print rows in the merged order: SPT stopped after 10 epochs comes after 1 and 2, not before."""
+    recs = [{"layers": 1, "seed": 0, "group": 1, "cpu_s": 1.0, "spt_loss": [1.0], "diag": {},
+             "rows": {"spt": 0.4, "spt_10ep": 0.3, "spt_1ep": 0.1, "spt_2ep": 0.2, "qk_only": 0.5}},
+            {"layers": 1, "seed": 0, "group": 2, "cpu_s": 1.0, "spt_loss": None, "diag": {},
+             "rows": {"alibi": 0.6, "scratch": 0.0}}]
+    merged = mini_lra.merge_lra_jobs(recs)
+    assert list(merged[0]["rows"]) == ["scratch", "spt", "spt_1ep", "spt_2ep", "spt_10ep", "qk_only", "alibi"]
+
+
+def test_constant_prediction_runs_counts_scores_of_one_label():
+    y = np.array([0] * 7 + [1] * 3)  # predicting 0 everywhere scores 0.7, predicting 1 scores 0.3
+    acc = {"scratch": np.array([0.7, 0.3, 0.8]), "spt": np.array([0.7 + 1e-12, 0.6, 0.5])}
+    assert deep_arms.constant_prediction_runs(acc, y) == (3, 6)
+    ten = np.arange(10).repeat(3)  # ten classes, each a tenth: a missing class's share (0) never counts
+    assert deep_arms.constant_prediction_runs({"a": np.array([0.1, 0.0, 0.2])}, ten) == (1, 3)
+    with pytest.raises(ValueError, match="y_test"):
+        deep_arms.constant_prediction_runs(acc, np.array([]))

@@ -64,6 +64,21 @@ def paper_rows(acc: Mapping[str, np.ndarray]) -> list[tuple[str, str, claims.See
     return rows
 
 
+def constant_prediction_runs(acc: Mapping[str, np.ndarray], y_test: np.ndarray) -> tuple[int, int]:
+    """``(runs, of)``: how many runs (arm and seed) score exactly what predicting one label for every test item
+    scores (that label's share of ``y_test``), out of how many. Such a run has almost surely collapsed to a
+    single class; a model that learned something could match a share only by coincidence."""
+    y = np.asarray(y_test)
+    if y.ndim != 1 or not len(y):
+        raise ValueError(f"y_test must be a non-empty 1-D array of labels, got shape {y.shape}")
+    n = len(y)
+    shares = np.bincount(y) / n
+    scores = np.concatenate([np.asarray(a, dtype=float).ravel() for a in acc.values()])
+    # accuracies are counts / n: compare the counts, not the floats
+    hits = np.isin(np.rint(scores * n).astype(int), np.rint(shares[shares > 0] * n).astype(int))
+    return int(hits.sum()), len(scores)
+
+
 def qk_tensor_names(layer: int) -> set[str]:
     """The four tensors the QK-only hybrid copies from block ``layer``: W_Q, b_Q, W_K, b_K."""
     return {f"blocks.{int(layer)}.attn.{p}.{w}" for p in ("q_proj", "k_proj") for w in ("weight", "bias")}

@@ -152,8 +152,8 @@ def merge_lra_jobs(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
             m.update(r)
         m.update(rows=rows, diag=diag, cpu_s=cpu)
 
-    def arm_order(arm: str) -> tuple[int, str]:  # the order of a whole seed: scratch, spt, spt_<e>ep, qk_only, ...
-        return (ARMS.index("spt"), arm) if arm.startswith("spt_") else (ARMS.index(arm), "")
+    def arm_order(arm: str) -> tuple[int, int]:  # a whole seed's order: scratch, spt, spt_<e>ep by e, qk_only, ...
+        return (ARMS.index("spt"), int(arm[4:-2])) if arm.startswith("spt_") else (ARMS.index(arm), -1)
 
     for m in merged.values():
         m.pop("group", None)

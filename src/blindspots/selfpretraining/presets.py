@@ -89,7 +89,7 @@ PRESETS["selfpretraining/07_spt_length"] = {
 # Chapter 09, the same sweep on ListOps and PathFinder at book-scale lengths (120 and 256 tokens), scratch and SPT
 # rows only. Depths are per task (task_depths). Full scale is sized for 2 CPU cores (about 45 minutes): sweep
 # points 0, 1, 10 and 50 epochs, ListOps at depths 1, 2 and 4, PathFinder at 1 and 2 (its depth 4 costs 4x its
-# depth 1 per step, about another hour here; chapter 06's GPU preset has it).
+# depth 1 per step: chapter 12's full scale runs it, with every arm, on this protocol).
 _LRA_SWEEP = {"tasks": ["listops", "pathfinder"], "arms": ["scratch", "spt"], "deep_arms": ["scratch", "spt"],
               "n_train": 1000, "n_test": 297}
 _SWEEP_SMOKE = {k: v for k, v in _LRA_SMOKE.items() if k != "depths"}  # every scale sets the same keys
@@ -107,14 +107,14 @@ PRESETS["selfpretraining/09_lra_spt_length"] = {
 PRESETS["selfpretraining/08_pathfinder_depth"] = {
     "smoke": {**_LRA_SMOKE, "tasks": ["pathfinder"], "depths": [2], "deep_arms": ["scratch", "spt"]},
     "book": {**PRESETS["selfpretraining/06_mini_lra_pathfinder"]["book"], "depths": [2], "deep_arms": ["scratch", "spt"]},
-    "full": {**_LRA_FULL, "tasks": ["pathfinder"], "depths": [2], "deep_arms": ["scratch", "spt"]},  # depth 4: chapter 06
+    "full": {**_LRA_FULL, "tasks": ["pathfinder"], "depths": [2], "deep_arms": ["scratch", "spt"]},  # depth 4: chapters 06, 12
 }
 # Chapters 10-12: every arm beyond one layer (chapters 05-06 run the QK-only hybrid, the other source and the
 # ALiBi control at one layer only), one task per chapter: every arm at two layers on both tasks took 680 s of seed
 # CPU time, about 340 s of wall time on two cores, over the 4-minute budget. Book scale: two layers, chapter 05's
 # data and protocol. Full scale: four layers and 400 label steps, sized for 2 CPU cores (estimated from the book
 # runs' CPU time at about 12 and 8 minutes; the committed runs took 7 and 10 minutes on 2 AMD EPYC cores); PathFinder at
-# four layers with every arm is chapter 06's GPU preset.
+# four layers with every arm is chapter 12.
 _EVERY_ARM = {"deep_arms": _LRA_FULL["deep_arms"], "spt_checkpoints": []}  # the five arms of def-sp-mini-lra-arms
 for _chapter, _task in (("selfpretraining/10_deep_arms_listops", "listops"), ("selfpretraining/11_deep_arms_digits", "image")):
     PRESETS[_chapter] = {
@@ -124,14 +124,15 @@ for _chapter, _task in (("selfpretraining/10_deep_arms_listops", "listops"), ("s
                  "label_steps": 400},
     }
 # Chapter 12: every arm on PathFinder beyond one layer, with the pretraining-length sweep inside the same runs.
-# Book scale: two layers, 100 label steps and 1000 training sequences (every arm plus one early SPT stop at
-# 150 steps would take about 300 s on two cores, over the budget). Full scale is chapter 09's full sweep protocol
+# Book scale: two layers, 80 label steps and 1000 training sequences (every arm plus one early SPT stop took 226 s
+# on two idle cores with 100 label steps, too close to the 4-minute budget for slower hosts; at 100 every run
+# still predicted one class). Full scale is chapter 09's full sweep protocol
 # (1000 sequences, 50 SPT epochs stopped also at 1 and 10, 400 label steps, the same data and initial weights)
 # at four layers with every arm, sized for 2 CPU cores (estimated at 45 minutes from timed steps).
 _PF_DEEP = {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, **_EVERY_ARM, "tasks": ["pathfinder"], "n_train": 1000,
             "n_test": 297, "seeds": 5, "n_jobs": 2}
 PRESETS["selfpretraining/12_deep_arms_pathfinder"] = {
     "smoke": {**_LRA_SMOKE, **_EVERY_ARM, "tasks": ["pathfinder"], "depths": [2], "spt_epochs": 2, "spt_checkpoints": [1]},
-    "book": {**_PF_DEEP, "depths": [2], "spt_epochs": 3, "spt_checkpoints": [1], "label_steps": 100},
+    "book": {**_PF_DEEP, "depths": [2], "spt_epochs": 3, "spt_checkpoints": [1], "label_steps": 80},
     "full": {**_PF_DEEP, "depths": [4], "spt_epochs": 50, "spt_checkpoints": [1, 10], "label_steps": 400},
 }
