@@ -125,3 +125,9 @@ def test_constant_prediction_runs_counts_scores_of_one_label():
     assert deep_arms.constant_prediction_runs({"a": np.array([0.1, 0.0, 0.2])}, ten) == (1, 3)
     with pytest.raises(ValueError, match="y_test"):
         deep_arms.constant_prediction_runs(acc, np.array([]))
+
+
+def test_stopped_epochs_reads_the_names_sweep_points_writes():
+    points = mini_lra.sweep_points({"spt_epochs": 50, "spt_checkpoints": [1, 10]})
+    assert {e: mini_lra.stopped_epochs(row) for e, row in points.items() if e not in (0, 50)} == {1: 1, 10: 10}
+    assert [mini_lra.stopped_epochs(r) for r in ("scratch", "spt", "spt_xep", "qk_only")] == [None] * 4

@@ -111,8 +111,8 @@ def arm_label(arm: str) -> str:
     """A row's name for tables and figures: the arms' labels, and ``spt_<e>ep`` as SPT stopped after e epochs."""
     if arm in mini_lra.ARM_LABELS:
         return mini_lra.ARM_LABELS[arm]
-    if arm.startswith("spt_") and arm.endswith("ep") and arm[4:-2].isdigit():
-        e = int(arm[4:-2])
+    e = mini_lra.stopped_epochs(arm)
+    if e is not None:
         return f"SPT {e} epoch{'s' if e > 1 else ''} + fine-tune"
     raise ValueError(f"arm must be one of {mini_lra.ARMS} or spt_<epochs>ep, got {arm!r}")
 

@@ -153,7 +153,8 @@ def merge_lra_jobs(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         m.update(rows=rows, diag=diag, cpu_s=cpu)
 
     def arm_order(arm: str) -> tuple[int, int]:  # a whole seed's order: scratch, spt, spt_<e>ep by e, qk_only, ...
-        return (ARMS.index("spt"), int(arm[4:-2])) if arm.startswith("spt_") else (ARMS.index(arm), -1)
+        e = stopped_epochs(arm)
+        return (ARMS.index("spt"), e) if e is not None else (ARMS.index(arm), -1)
 
     for m in merged.values():
         m.pop("group", None)
@@ -190,6 +191,12 @@ def checkpoint_gap(config: Mapping[str, Any], data: Mapping[str, np.ndarray], se
     short, _ = spt_run(config, tokens, n_layers, seed, epochs * per_epoch)
     ref = short.state_dict()
     return max(float((saved[epochs * per_epoch][k].double() - v.double()).abs().max()) for k, v in ref.items())
+
+
+def stopped_epochs(row: str) -> int | None:
+    """The SPT epochs behind a sweep row named ``spt_<e>ep`` (:func:`sweep_points`), or None for any other row."""
+    digits = row[4:-2] if row.startswith("spt_") and row.endswith("ep") else ""
+    return int(digits) if digits.isdigit() else None
 
 
 def sweep_points(config: Mapping[str, Any]) -> dict[int, str]:
