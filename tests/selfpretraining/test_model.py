@@ -28,6 +28,38 @@ def test_recorded_probabilities_are_softmax_of_recorded_scores():
         torch.testing.assert_close(attn.last_probs.sum(-1), torch.ones(3, 2, 10))
 
 
+def test_scores_are_the_bits_of_qk_over_root_d_head():
+    # The layer scales Q before the product (faster); with d_head = 16, as in every chapter, the scores
+    # must be bit for bit Q K^T / 4, so committed outputs do not depend on where the scale is applied.
+    model = make(d_model=32, n_heads=2, n_layers=1)
+    model.set_record(True)
+    x = tokens()
+    model.classify(x)
+    attn = model.attentions[0]
+    h = model.blocks[0].ln1(model.tok_emb(x) + model.positions[:10])
+    q, k = attn._split(attn.q_proj(h)), attn._split(attn.k_proj(h))
+    assert torch.equal(attn.last_scores, q @ k.transpose(-1, -2) / 4.0)
+
+
+@pytest.mark.parametrize("alibi", [False, True])
+def test_fused_attention_matches_the_explicit_scores(alibi):
+    # Training takes the fused kernel; reading S or A takes the explicit path: both must be one function,
+    # with padding masked and ALiBi's bias added, in the outputs and in every gradient.
+    model = make(alibi=alibi)
+    x = tokens(4, 12)
+    x[:2, -3:] = PAD
+    def run():  # both heads, so that every parameter has a gradient
+        out = torch.cat([model.classify(x).flatten(), model.reconstruct(x).flatten()])
+        return out, torch.autograd.grad((out * torch.linspace(-1, 1, len(out))).sum(), list(model.parameters()))
+
+    fused, fused_grads = run()
+    model.set_record(True)
+    explicit, explicit_grads = run()
+    torch.testing.assert_close(fused, explicit, rtol=1e-5, atol=1e-6)
+    for a, b in zip(fused_grads, explicit_grads):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
 def test_score_hook_can_read_and_replace_scores():
     model = make(n_layers=1)
     seen = []
