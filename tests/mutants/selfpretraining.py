@@ -164,10 +164,6 @@ _L.apply_operator = lambda op, values: int(_np.floor(_np.median(values) + 0.5)) 
     Mutant("sp-lra-pathfinder-label-noise", NB06, "pathfinder-labels-match-connectivity",
            "the PathFinder generator flips one label in ten (a label not tied to the marked ends)",
            patch=_PF_LABEL_NOISE),
-    Mutant("sp-lra-pathfinder-depth-label-noise", "selfpretraining/08_pathfinder_depth",
-           "pathfinder-labels-match-connectivity",
-           "chapter 08's PathFinder generator flips one label in ten (a label not tied to the marked ends)",
-           patch=_PF_LABEL_NOISE),
 ]
 for _task in ("listops", "image"):
     MUTANTS.append(Mutant(f"sp-lra-{_task}-learns-nothing", NB05, f"{_task}-spt-learns",

@@ -102,13 +102,6 @@ PRESETS["selfpretraining/09_lra_spt_length"] = {
              "spt_checkpoints": [1, 10], "label_steps": 400, "task_depths": {"listops": [1, 2, 4], "pathfinder": [1, 2]},
              "n_jobs": 2},
 }
-# Chapter 08: PathFinder at two layers (scratch and SPT + fine-tune only); chapter 06 holds one layer, every arm,
-# since both depths in one notebook would take about 300 s on two cores, over the 4-minute budget.
-PRESETS["selfpretraining/08_pathfinder_depth"] = {
-    "smoke": {**_LRA_SMOKE, "tasks": ["pathfinder"], "depths": [2], "deep_arms": ["scratch", "spt"]},
-    "book": {**PRESETS["selfpretraining/06_mini_lra_pathfinder"]["book"], "depths": [2], "deep_arms": ["scratch", "spt"]},
-    "full": {**_LRA_FULL, "tasks": ["pathfinder"], "depths": [2], "deep_arms": ["scratch", "spt"]},  # depth 4: chapters 06, 12
-}
 # Chapters 10-12: every arm beyond one layer (chapters 05-06 run the QK-only hybrid, the other source and the
 # ALiBi control at one layer only), one task per chapter: every arm at two layers on both tasks took 680 s of seed
 # CPU time, about 340 s of wall time on two cores, over the 4-minute budget. Book scale: two layers, chapter 05's
