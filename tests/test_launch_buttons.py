@@ -34,7 +34,7 @@ def _build(tmp_path: Path, url: str) -> str:
     return (tmp_path / "_build" / "html" / "notebooks" / "demo.html").read_text()
 
 
-def test_a_repository_url_puts_binder_and_colab_buttons_on_every_chapter(tmp_path):
+def test_a_repository_url_puts_binder_and_colab_buttons_on_a_chapter(tmp_path):
     page = _build(tmp_path, URL)
     assert "https://mybinder.org/v2/gh/example/blindspots/main?urlpath=lab/tree/notebooks/demo.ipynb" in page
     assert "https://colab.research.google.com/github/example/blindspots/blob/main/notebooks/demo.ipynb" in page

@@ -29,8 +29,8 @@ def test_recorded_probabilities_are_softmax_of_recorded_scores():
 
 
 def test_scores_are_the_bits_of_qk_over_root_d_head():
-    # The layer scales Q before the product (faster); with d_head = 16, as in every chapter, the scores
-    # must be bit for bit Q K^T / 4, so committed outputs do not depend on where the scale is applied.
+    # The explicit path scales Q before the product (faster); with d_head = 16, as in every chapter, the
+    # scores that chapters read must still be bit for bit Q K^T / 4.
     model = make(d_model=32, n_heads=2, n_layers=1)
     model.set_record(True)
     x = tokens()
@@ -48,6 +48,7 @@ def test_fused_attention_matches_the_explicit_scores(alibi):
     model = make(alibi=alibi)
     x = tokens(4, 12)
     x[:2, -3:] = PAD
+
     def run():  # both heads, so that every parameter has a gradient
         out = torch.cat([model.classify(x).flatten(), model.reconstruct(x).flatten()])
         return out, torch.autograd.grad((out * torch.linspace(-1, 1, len(out))).sum(), list(model.parameters()))
