@@ -47,7 +47,7 @@ browser:
 # The venv is rebuilt when pyproject.toml changes (its hash names the stamp).
 $(STAMP): pyproject.toml
 	@$(call timed,setup,test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) && \
-	  $(BIN)/python -m pip install --quiet --disable-pip-version-check -e .)
+	  $(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[cluster]')
 	rm -f $(VENV)/.installed-*
 	touch $@
 

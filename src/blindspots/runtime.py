@@ -281,10 +281,12 @@ def map_seeds(fn: Callable[..., Any], seeds: Sequence[int], *, n_jobs: int | Non
     a preset passes), so ``BLINDSPOTS_THREADS=2 BLINDSPOTS_SEED_JOBS=1`` reruns a chapter with two torch
     threads per seed without oversubscribing two cores (``make thread-check``). The number of jobs never
     changes the numbers: each seed runs alone in its worker with the same seeding. A
-    reader with a cluster can pass ``backend="dask"`` or ``"ray"`` (after registering it with joblib)
-    to run full scale there.
+    reader with a dask cluster can install the cluster extra (``pip install -e '.[cluster]'``), create a
+    ``dask.distributed.Client`` connected to it and pass ``backend="dask"`` to run full scale there
+    (tests/test_cluster.py: a local cluster gives the local run's results); without a Client joblib
+    raises. Other joblib backends (ray, once registered with joblib) are untested.
     """
-    from joblib import Parallel, delayed
+    from joblib import Parallel, delayed, parallel_config
 
     seeds = [int(s) for s in seeds]
     if threads_per_job is None:
@@ -309,8 +311,9 @@ def map_seeds(fn: Callable[..., Any], seeds: Sequence[int], *, n_jobs: int | Non
             return [_seed_worker(fn, s, threads_per_job, kwargs) for s in seeds]
         finally:
             torch.set_num_threads(before)
-    return Parallel(n_jobs=jobs, backend=backend or "loky")(
-        delayed(_seed_worker)(fn, s, threads_per_job, kwargs) for s in seeds)
+    # parallel_config, not Parallel(backend=...): only it registers joblib's "dask" backend on first use
+    with parallel_config(backend=backend or "loky"):
+        return Parallel(n_jobs=jobs)(delayed(_seed_worker)(fn, s, threads_per_job, kwargs) for s in seeds)
 
 
 def glue(name: str, value: Any, display: bool = False) -> None:
