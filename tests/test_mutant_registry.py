@@ -5,7 +5,7 @@ import ast
 import pytest
 
 from conftest import ROOT, toc_notebooks
-from mutants.registry import Mutant, all_mutants
+from mutants.registry import Mutant, all_mutants, planted_patch
 
 MUTANTS = all_mutants()
 CHAPTERS = {nb.removeprefix("notebooks/").removesuffix(".ipynb") for nb in toc_notebooks()}
@@ -18,6 +18,7 @@ def test_mutant_names_a_chapter_and_a_runnable_error(mutant):
     assert mutant.what.strip(), "say which wrong theory or bug the mutant plants"
     if mutant.level == "notebook":
         ast.parse(mutant.patch)
+        ast.parse(planted_patch(mutant))
         assert "blindspots.claims" not in mutant.patch and "runtime" not in mutant.patch, \
             "plant errors in the theory or the estimator, never in the claim machinery"
     else:
@@ -34,3 +35,20 @@ def test_a_mutant_has_exactly_one_level():
         Mutant("masked-x", "masked/01_setup", "c", "w", patch="x = 1", unit="tests/a.py::t")
     with pytest.raises(ValueError, match="mutant id must be"):
         Mutant("Bad Id", "masked/01_setup", "c", "w", patch="x = 1")
+
+
+def test_a_worker_patch_reaches_seed_workers():
+    """A ``workers=True`` patch runs in the kernel and in every worker process before its seed."""
+    import subprocess
+    import sys
+
+    m = Mutant("sp-x", "selfpretraining/02_training_mechanism", "c", "w", workers=True,
+               patch="import blindspots.selfpretraining.gates as _g\n_g.PLATEAU_MARGIN = 7.0\n")
+    code = planted_patch(m) + (
+        "import os\nfrom blindspots import runtime\n"
+        "from tests.mutants.probe import plateau_margin_and_pid\n"
+        "out = runtime.map_seeds(plateau_margin_and_pid, [0, 1], n_jobs=2)\n"
+        "assert [o[0] for o in out] == [7.0, 7.0] and all(o[1] != os.getpid() for o in out), out\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+

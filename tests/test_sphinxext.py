@@ -45,11 +45,29 @@ def test_verification_page_separates_kinds_flags_margins_and_shows_mutation_scor
         dict(verifications=2, killed=2, score=1.0, not_killed=[], mutants=2)))
     text = sphinxext.verification_markdown(claims_dir)
     assert "2 verifications, 1 consistency checks, 1 sanity checks" in text
-    assert "**Mutation score: 2 of 2 verifications killed by a planted error (100 %)**" in text
+    assert "**Mutation score: 1 of 2 verifications killed by a planted error at notebook level (50 %)**" in text
+    assert "Killed only by a unit test of the claim's statistic, which does not count: 1." in text
+    assert "| masked | 1 | 2 | 1 |" in text
     assert "| {doc}`/notebooks/masked/01_setup` | 2 | 1 | 1 | 2 | **0.95** ⚠ |" in text
     assert "**Verification** (2)" in text and "**Consistency** (1)" in text and "**Sanity** (1)" in text
     assert "`masked-wrong-rate`" in text and "`masked-unit` (unit)" in text
     assert "1 in this run" in text  # one margin above 0.8
+
+
+def test_one_planted_run_kills_every_claim_it_names(tmp_path):
+    claims_dir = tmp_path / "claims"
+    for cid in ("gain", "gain-matched", "other"):
+        _write(claims_dir, "selfpretraining/02_training_mechanism", cid)
+    d = claims_dir.parent / "mutants"
+    d.mkdir(parents=True)
+    (d / "sp-x.json").write_text(json.dumps(dict(id="sp-x", notebook="selfpretraining/02_training_mechanism",
+                                                 kills="gain", also=["gain-matched"], what="w",
+                                                 level="notebook", killed=True)))
+    (d / "summary.json").write_text(json.dumps(dict(verifications=3, killed=2, score=2 / 3, not_killed=[],
+                                                    mutants=1)))
+    text = sphinxext.verification_markdown(claims_dir)
+    assert "**Mutation score: 2 of 3 verifications killed by a planted error at notebook level (67 %)**" in text
+    assert "| selfpretraining | 2 | 3 | 0 | 0 | 0 |" in text
 
 
 def test_verification_page_says_when_mutants_have_not_run_and_names_unlabelled_claims(tmp_path):
@@ -149,7 +167,7 @@ def test_status_page_shows_the_thread_check(tmp_path):
     rows = [{"id": "gain", "passed_2": True, "changed": True}, {"id": "at-chance", "passed_2": False, "changed": True}]
     path = tmp_path / "summary.json"
     path.write_text(json.dumps({"cpu": "x", "changed": 2, "claims": 2, "ok": False,
-                                "chapters": {"selfpretraining/04_depth": {"seconds": 9, "error": None, "claims": rows}}}))
+                                "chapters": {"selfpretraining/03_ablations": {"seconds": 9, "error": None, "claims": rows}}}))
     text = "\n".join(thread_check_lines(path))
     assert "**2 of 2**" in text and "**some fail**" in text and "| at-chance |" in text
     assert "committed record" not in text

@@ -32,6 +32,12 @@ class Mutant:
     what: one sentence saying which wrong theory or bug this plants.
     patch: code run after the parameters cell (notebook level), or ``None`` with ``unit``.
     unit: a pytest node id (``tests/...py::test_name``) that plants the error at unit level.
+    scale: the scale a notebook-level mutant runs its chapter at: ``smoke``, or ``book`` for a training claim
+    that only a book-scale run makes (the planted bug must still reach it through the chapter's own code).
+    also: further claims that the same run must name as failed (claims made together in one
+    ``claims.all_hold`` block); each counts as killed by this mutant.
+    workers: plant ``patch`` in every seed worker too (:func:`planted_patch`), for a chapter whose
+    ``runtime.map_seeds`` runs seeds in worker processes (book scale), which a kernel-only patch misses.
     """
 
     id: str
@@ -40,16 +46,51 @@ class Mutant:
     what: str
     patch: str | None = None
     unit: str | None = None
+    scale: str = "smoke"
+    also: tuple[str, ...] = ()
+    workers: bool = False
 
     def __post_init__(self):
         if not _ID.match(self.id):
             raise ValueError(f"mutant id must be lower-case letters, digits, '_', '-' or '.', got {self.id!r}")
         if (self.patch is None) == (self.unit is None):
             raise ValueError(f"mutant {self.id!r}: give exactly one of patch (notebook level) or unit")
+        if (self.also or self.workers) and self.unit is not None:
+            raise ValueError(f"mutant {self.id!r}: also and workers apply to notebook-level mutants only")
+        if self.scale not in ("smoke", "book") or (self.unit is not None and self.scale != "smoke"):
+            raise ValueError(f"mutant {self.id!r}: scale must be 'smoke' or 'book' (notebook level only), "
+                             f"got {self.scale!r}")
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """Every claim this mutant must make fail: ``kills`` and ``also``."""
+        return (self.kills, *self.also)
 
     @property
     def level(self) -> str:
         return "notebook" if self.patch is not None else "unit"
+
+
+def planted_patch(mutant: Mutant) -> str:
+    """The code the mutant runner inserts after the parameters cell.
+
+    With ``workers``, the patch also runs in every seed worker before its seed: ``runtime.map_seeds`` is
+    wrapped by a closure of the kernel's ``__main__``, which joblib's loky workers receive by value
+    (cloudpickle). The wrapper only delivers the planted code; the error itself is ``mutant.patch``.
+    """
+    if not mutant.workers:
+        return mutant.patch
+    return f"""_PLANT = {mutant.patch!r}
+exec(_PLANT)
+import blindspots.runtime as _R
+_map_seeds = _R.map_seeds
+def _planted_map_seeds(fn, seeds, **kw):
+    def planted(seed, **kwargs):
+        exec(_PLANT, {{}})
+        return fn(seed, **kwargs)
+    return _map_seeds(planted, seeds, **kw)
+_R.map_seeds = _planted_map_seeds
+"""
 
 
 def all_mutants() -> list[Mutant]:

@@ -1,6 +1,7 @@
 """``make test-mutants``: every verification claim is killed by a planted error (registry.py).
 
-Notebook-level mutants run their chapter at smoke scale through papermill with the patch cell
+Notebook-level mutants run their chapter at smoke scale (or, for a training claim only a book-scale run
+makes, at book scale: ``Mutant.scale``) through papermill with the patch cell
 inserted after the parameters cell, two at a time (one per core); each must stop with
 ``ClaimFailed`` naming its claim. Unit-level mutants run their pytest node. The outcomes and the
 mutation score (verifications killed / verifications, over the book-scale claim records that
@@ -20,7 +21,7 @@ import pytest
 
 from blindspots import claims, runtime
 from conftest import ROOT
-from mutants.registry import all_mutants
+from mutants.registry import all_mutants, planted_patch
 
 MUTANTS = all_mutants()
 OUT = ROOT / "_build" / "mutants"
@@ -30,7 +31,8 @@ def _with_patch(mutant, folder: Path) -> Path:
     nb = nbformat.read(ROOT / "notebooks" / f"{mutant.notebook}.ipynb", as_version=4)
     at = next(i for i, c in enumerate(nb.cells)
               if c.cell_type == "code" and "parameters" in c.metadata.get("tags", []))
-    cell = nbformat.v4.new_code_cell("# planted error: " + mutant.what.replace("\n", " ") + "\n" + mutant.patch)
+    cell = nbformat.v4.new_code_cell("# planted error: " + mutant.what.replace("\n", " ") + "\n"
+                                     + planted_patch(mutant))
     nb.cells.insert(at + 1, cell)
     _, nb = nbformat.validator.normalize(nb)  # older notebooks carry no cell ids
     nb = nbformat.from_dict(nb)
@@ -47,7 +49,7 @@ def _run_notebook_mutant(mutant, folder: Path) -> dict:
     os.environ["BLINDSPOTS_CLAIMS_DIR"] = str(env_dir)
     try:
         papermill.execute_notebook(str(path), str(folder / f"{mutant.id}.out.ipynb"),
-                                   parameters={"scale": "smoke"}, kernel_name="python3",
+                                   parameters={"scale": mutant.scale}, kernel_name="python3",
                                    cwd=str(ROOT / "notebooks" / Path(mutant.notebook).parent),
                                    progress_bar=False)
     except papermill.PapermillExecutionError as err:
@@ -70,7 +72,8 @@ def _run_mutant(mutant, folder: Path) -> dict:
 def _killed(mutant, outcome: dict) -> bool:
     if mutant.level == "unit":
         return outcome["ename"] == "unit-pass"
-    return outcome["ename"] == "ClaimFailed" and f"claim {mutant.kills!r} failed" in outcome["evalue"]
+    return outcome["ename"] == "ClaimFailed" and all(f"claim {c!r} failed" in outcome["evalue"]
+                                                     for c in mutant.targets)
 
 
 def _selected(session) -> list:
@@ -95,9 +98,14 @@ def outcomes(request, tmp_path_factory) -> dict:
         for old_record in OUT.glob("*.json"):  # the report must not list mutants of an earlier registry
             old_record.unlink()
     old = os.environ.get("BLINDSPOTS_CLAIMS_DIR")
+    # the long book-scale runs first, so that they do not end the pool alone
+    order = sorted(range(len(chosen)), key=lambda i: chosen[i].scale != "book")
     try:
-        results = Parallel(n_jobs=runtime.physical_cores(), backend="threading")(
-            delayed(_run_mutant)(m, folder) for m in chosen)
+        ran = Parallel(n_jobs=runtime.physical_cores(), backend="threading")(
+            delayed(_run_mutant)(chosen[i], folder) for i in order)
+        results = [None] * len(chosen)
+        for i, r in zip(order, ran):
+            results[i] = r
     finally:
         if old is None:
             os.environ.pop("BLINDSPOTS_CLAIMS_DIR", None)
@@ -105,8 +113,9 @@ def outcomes(request, tmp_path_factory) -> dict:
             os.environ["BLINDSPOTS_CLAIMS_DIR"] = old
     out = {m.id: r for m, r in zip(chosen, results)}
     for m in chosen:
-        rec = {"id": m.id, "notebook": m.notebook, "kills": m.kills, "what": m.what, "level": m.level,
-               "unit": m.unit, "killed": _killed(m, out[m.id]), **out[m.id]}
+        rec = {"id": m.id, "notebook": m.notebook, "kills": m.kills, "also": list(m.also), "what": m.what,
+               "level": m.level,
+               "unit": m.unit, "scale": m.scale, "killed": _killed(m, out[m.id]), **out[m.id]}
         (OUT / f"{m.id}.json").write_text(json.dumps(rec, indent=1))
     return out
 
@@ -127,7 +136,7 @@ def test_every_verification_is_killed(outcomes):
     records = claims.load_records(book) if book.is_dir() else []
     assert records, f"no book-scale claim records in {book}: run make test-nbval (or make book) first"
     verifications = sorted({(r["notebook"], r["id"]) for r in records if r.get("kind") == "verification"})
-    killed = {(m.notebook, m.kills) for m in MUTANTS if _killed(m, outcomes[m.id])}
+    killed = {(m.notebook, c) for m in MUTANTS if _killed(m, outcomes[m.id]) for c in m.targets}
     survivors = [f"{nb}: {cid}" for nb, cid in verifications if (nb, cid) not in killed]
     summary = {"verifications": len(verifications), "killed": len(verifications) - len(survivors),
                "score": (len(verifications) - len(survivors)) / len(verifications) if verifications else None,
