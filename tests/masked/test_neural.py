@@ -202,10 +202,12 @@ def test_errors_name_the_parameter_and_its_range():
         nn_.effect_samples({"mlp": [], "tf": []}, "nothing", 0.8)
 
 
-# ----------------------------------------------------------------------------- training claims and their mutants
+# ----------------------------------------------------------------------------- training claims: their statistics
 
 #: Per-seed results of chapter masked/07 at book scale, copied from the book run's records
-#: (``_build/claims/masked__07_neural_predictors/_seeds.json``); the unit-level mutants plant swapped models into them.
+#: (``_build/claims/masked__07_neural_predictors/_seeds.json``). The tests below feed swapped models to the claims'
+#: statistics: they test the statistics, not the training, and are not planted errors (tests/mutants/masked.py
+#: plants those in the chapter's own code).
 BOOK_SEEDS = Path(__file__).parent / "data" / "neural_book_seeds.json"
 BLIND_CLAIMS = [c for c in nn_.TRAINING_CLAIMS if "blind" in c]
 RECOVERING_CLAIMS = [c for c in nn_.TRAINING_CLAIMS if "blind" not in c]
@@ -230,6 +232,22 @@ def _swapped(book, slot, source):
     return out
 
 
+def test_training_claim_kinds():
+    # the MLP's claims are verifications (planted errors reach them at book scale); the transformer's are sanity records
+    assert set(nn_.TRAINING_KINDS) == set(nn_.TRAINING_CLAIMS)
+    assert {c for c, k in nn_.TRAINING_KINDS.items() if k == "verification"} == {
+        "mlp-blind-stays-wrong", "mlp-full-mask-recovers", "mlp-blind-depends-on-init"}
+    assert all(k == "sanity" for c, k in nn_.TRAINING_KINDS.items() if c.startswith("tf-"))
+
+
+def test_training_claim_records_its_kind(records, tmp_path):
+    book = _book()
+    for cid in ("mlp-blind-stays-wrong", "tf-blind-full-mask-wrong"):
+        nn_.training_claim(cid, book["results"], book["w"], show=False)
+    kinds = {r["id"]: r["kind"] for r in claims.load_records(tmp_path)}
+    assert kinds == {"mlp-blind-stays-wrong": "verification", "tf-blind-full-mask-wrong": "sanity"}
+
+
 def test_book_seed_results_pass_every_training_claim(records):
     book = _book()
     for cid in nn_.TRAINING_CLAIMS:
@@ -237,7 +255,7 @@ def test_book_seed_results_pass_every_training_claim(records):
 
 
 @pytest.mark.parametrize("cid", BLIND_CLAIMS)
-def test_mutant_blind_arm_is_the_recovering_model_fails(cid, records):
+def test_blind_arm_is_the_recovering_model_fails(cid, records):
     # a blind arm that was in fact trained with the recovering schedule (a swapped model)
     book = _swapped(_book(), "blind", "recovering")
     with pytest.raises(claims.ClaimFailed, match=cid):
@@ -245,7 +263,7 @@ def test_mutant_blind_arm_is_the_recovering_model_fails(cid, records):
 
 
 @pytest.mark.parametrize("cid", RECOVERING_CLAIMS)
-def test_mutant_recovering_arm_is_the_blind_model_fails(cid, records):
+def test_recovering_arm_is_the_blind_model_fails(cid, records):
     book = _swapped(_book(), "recovering", "blind")
     with pytest.raises(claims.ClaimFailed, match=cid):
         nn_.training_claim(cid, book["results"], book["w"], show=False)
