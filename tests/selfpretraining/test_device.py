@@ -15,7 +15,7 @@ WALK = {"d_model": 16, "n_heads": 2, "n_layers": 1, "max_len": 64, "length": 40,
         "label_steps": 4, "data_seed": 0, "eval_every": 2, "n_maps": 4, "zoom": 8, "max_offset": 3}
 LRA = dict(d_model=8, n_heads=2, max_len=64, batch_size=8, lr=3e-3, mlm_prob=0.5, n_train=24, n_test=10,
            listops_min_length=10, listops_max_length=30, listops_max_depth=4, listops_max_args=4,
-           spt_epochs=2, label_steps=2, data_seed=0, spt_checkpoints=[1])
+           spt_steps=6, label_steps=2, data_seed=0, spt_checkpoints=[3])
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
 
 
@@ -40,6 +40,7 @@ def test_naming_the_cpu_gives_the_numbers_of_the_default():
     default = mini_lra.lra_seed(101, LRA, data, other)
     named = mini_lra.lra_seed(101, {**LRA, "device": "cpu"}, data, other)
     assert named["rows"] == default["rows"] and named["spt_loss"] == default["spt_loss"]
+    assert named["masked_loss"] == default["masked_loss"] and named["n_predicted"] == default["n_predicted"]
     a = protocols.depth_seed(0, WALK, 1)
     b = protocols.depth_seed(0, {**WALK, "device": "cpu"}, 1)
     assert (a["acc_scratch"], a["acc_spt"], a["spt_loss"]) == (b["acc_scratch"], b["acc_spt"], b["spt_loss"])
@@ -58,7 +59,7 @@ def test_every_protocol_runs_on_cuda():
     data, other = mini_lra.task_data("listops", lra, 0), mini_lra.task_data("image", lra, 0)
     out = mini_lra.lra_seed(101, lra, data, other)
     assert set(out["rows"]) >= set(mini_lra.ARMS) and isinstance(out["positional_maps"]["after SPT"], np.ndarray)
-    assert mini_lra.checkpoint_gap(lra, data, 0, 1, 1) < 1e-5
+    assert mini_lra.checkpoint_gap(lra, data, 0, 1, 3) < 1e-5
 
 
 @needs_cuda

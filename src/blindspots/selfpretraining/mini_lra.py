@@ -22,7 +22,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from . import digits_seq, listops, pathfinder, positional, train, transfer
+from . import digits_seq, gates, listops, pathfinder, positional, train, transfer
 from .model import ModelConfig, positional_product
 from .protocols import _gen, _rng, train_device  # the same seeding and device as the other training chapters
 
@@ -33,12 +33,9 @@ N_CLASSES = 10
 TASKS: tuple[str, ...] = ("listops", "image", "pathfinder")
 # Where each task's cross-task SPT data comes from (the shorter sequences: SPT on 256-token PathFinder costs too much at book scale).
 OTHER_SOURCE: dict[str, str] = {"listops": "image", "image": "listops", "pathfinder": "image"}
-# Criteria fixed before the book-scale runs. Only effects far larger than the seed spread are claimed:
-# at one layer, SPT + fine-tune beats always predicting the majority label by more than this (95% interval
-# of the mean paired difference). Comparisons between arms are reported as measured findings, not claimed.
-LEARNS_MIN: dict[str, float] = {"listops": 0.05, "image": 0.2}  # PathFinder: none (one exploratory seed at chance)
-ARMS: tuple[str, ...] = ("scratch", "spt", "qk_only", "other_source", "alibi")
-ARM_LABELS: dict[str, str] = {"scratch": "scratch", "spt": "SPT + fine-tune", "qk_only": "SPT, only W_Q, W_K copied",
+ARMS: tuple[str, ...] = ("scratch", "scratch_matched", "spt", "qk_only", "other_source", "alibi")
+ARM_LABELS: dict[str, str] = {"scratch": "scratch", "scratch_matched": "scratch, SPT's steps added",
+                              "spt": "SPT + fine-tune", "qk_only": "SPT, only W_Q, W_K copied",
                               "other_source": "SPT on another task + fine-tune", "alibi": "scratch + ALiBi bias"}
 
 
@@ -81,30 +78,10 @@ def _tensors(data: Mapping[str, np.ndarray], device: torch.device) -> dict[str, 
     return {k: torch.as_tensor(np.array(v)).to(device) for k, v in data.items()}  # a copy: arrays from joblib are read-only
 
 
-def claimed_gain(task: str) -> float | None:
-    """The margin over the majority baseline that chapter 05's claim asks of SPT + fine-tune at one layer."""
-    return LEARNS_MIN.get(task)
-
-
 def majority_accuracy(data: Mapping[str, np.ndarray]) -> float:
     """Test accuracy of always predicting the most frequent training label (the chance level of a task)."""
     top = np.bincount(data["y_train"]).argmax()
     return float((data["y_test"] == top).mean())
-
-
-#: The headline tables' words for an interval above 0, below 0, and across 0.
-PAPER_VERDICTS: tuple[str, str, str] = ("reproduces", "opposite", "not resolved at this scale")
-#: The same three cases said of an arm's paired effect over scratch.
-SCRATCH_VERDICTS: tuple[str, str, str] = ("above scratch", "below scratch", "not resolved against scratch")
-
-
-def verdict(effect, labels: tuple[str, str, str] = PAPER_VERDICTS) -> str:
-    """Where the 95% interval of a paired effect (a :class:`~blindspots.claims.SeedEffect`) lies:
-    ``labels[0]`` when above 0, ``labels[1]`` when below, else ``labels[2]``. The default labels are the
-    headline tables' (*reproduces*, *opposite*, *not resolved at this scale*)."""
-    if len(labels) != 3:
-        raise ValueError(f"labels must name 3 cases (above 0, below 0, across 0), got {labels!r}")
-    return labels[0] if effect.low > 0 else (labels[1] if effect.high < 0 else labels[2])
 
 
 def _init_seed(config: Mapping[str, Any], seed: int) -> int:
@@ -142,23 +119,26 @@ def merge_lra_jobs(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in results:
         key = (r["layers"], r["seed"])
         if key not in merged:
-            merged[key] = {**r, "rows": dict(r["rows"]), "diag": dict(r["diag"])}
+            merged[key] = {**r, "rows": dict(r["rows"]), "diag": dict(r["diag"]),
+                           "n_predicted": dict(r["n_predicted"]), "masked_loss": dict(r["masked_loss"])}
             continue
         m = merged[key]
         if set(m["rows"]) & set(r["rows"]):
             raise ValueError(f"jobs of depth {key[0]}, seed {key[1]} both report arms {sorted(set(m['rows']) & set(r['rows']))}")
         rows, diag, cpu = {**m["rows"], **r["rows"]}, {**m["diag"], **r["diag"]}, m["cpu_s"] + r["cpu_s"]
+        n_pred, masked = {**m["n_predicted"], **r["n_predicted"]}, {**m["masked_loss"], **r["masked_loss"]}
         if r.get("spt_loss") is not None:
             m.update(r)
-        m.update(rows=rows, diag=diag, cpu_s=cpu)
+        m.update(rows=rows, diag=diag, cpu_s=cpu, n_predicted=n_pred, masked_loss=masked)
 
-    def arm_order(arm: str) -> tuple[int, int]:  # a whole seed's order: scratch, spt, spt_<e>ep by e, qk_only, ...
-        e = stopped_epochs(arm)
-        return (ARMS.index("spt"), e) if e is not None else (ARMS.index(arm), -1)
+    def arm_order(arm: str) -> tuple[int, int]:  # a whole seed's order: scratch, ..., spt, spt_<s>st by s, qk_only, ...
+        c = stopped_steps(arm)
+        return (ARMS.index("spt"), c) if c is not None else (ARMS.index(arm), -1)
 
     for m in merged.values():
         m.pop("group", None)
         m["rows"] = {a: m["rows"][a] for a in sorted(m["rows"], key=arm_order)}
+        m["n_predicted"] = {a: m["n_predicted"][a] for a in m["rows"]}
     return list(merged.values())
 
 
@@ -174,64 +154,82 @@ def spt_run(config: Mapping[str, Any], tokens: torch.Tensor, n_layers: int, seed
 
 
 def checkpoint_gap(config: Mapping[str, Any], data: Mapping[str, np.ndarray], seed: int, n_layers: int,
-                   epochs: int) -> float:
-    """Largest weight difference between SPT's checkpoint after ``epochs`` epochs, taken from the run of
-    ``config["spt_epochs"]`` epochs that :func:`lra_seed` fine-tunes from, and a separate run stopped there.
+                   steps: int) -> float:
+    """Largest weight difference between SPT's checkpoint after ``steps`` optimiser steps, taken from the run of
+    ``config["spt_steps"]`` steps that :func:`lra_seed` fine-tunes from, and a separate run stopped there.
 
     The learning rate is constant and the batches and masks come from one stream, so the two are the same
     computation: the gap is 0 up to round-off, unless a checkpoint is not what the sweep says it is (an alias
     of the live weights, a wrong step count).
     """
-    per_epoch = max(1, len(data["x_train"]) // config["batch_size"])
-    if not 1 <= epochs < config["spt_epochs"]:
-        raise ValueError(f"epochs must lie in [1, spt_epochs={config['spt_epochs']}), got {epochs}")
+    total = int(config["spt_steps"])
+    if not 1 <= steps < total:
+        raise ValueError(f"steps must lie in [1, spt_steps={total}), got {steps}")
     tokens = _tensors({"x": data["x_train"]}, train_device(config))["x"]
     saved: dict[int, dict] = {}
-    spt_run(config, tokens, n_layers, seed, config["spt_epochs"] * per_epoch, (epochs * per_epoch,), saved)
-    short, _ = spt_run(config, tokens, n_layers, seed, epochs * per_epoch)
+    spt_run(config, tokens, n_layers, seed, total, (steps,), saved)
+    short, _ = spt_run(config, tokens, n_layers, seed, steps)
     ref = short.state_dict()
-    return max(float((saved[epochs * per_epoch][k].double() - v.double()).abs().max()) for k, v in ref.items())
+    return max(float((saved[steps][k].double() - v.double()).abs().max()) for k, v in ref.items())
 
 
-def stopped_epochs(row: str) -> int | None:
-    """The SPT epochs behind a sweep row named ``spt_<e>ep`` (:func:`sweep_points`), or None for any other row."""
-    digits = row[4:-2] if row.startswith("spt_") and row.endswith("ep") else ""
+def stopped_steps(row: str) -> int | None:
+    """The SPT optimiser steps behind a sweep row named ``spt_<s>st`` (:func:`sweep_points`), or None for any other row."""
+    digits = row[4:-2] if row.startswith("spt_") and row.endswith("st") else ""
     return int(digits) if digits.isdigit() else None
 
 
 def sweep_points(config: Mapping[str, Any]) -> dict[int, str]:
-    """The rows of a pretraining-length sweep (chapters 07 and 09), SPT epochs -> :func:`lra_seed`'s row name:
-    0 is ``scratch``, each of ``spt_checkpoints`` is ``spt_<e>ep`` and ``spt_epochs`` is ``spt``."""
-    total = int(config["spt_epochs"])
-    stops = sorted({int(e) for e in config.get("spt_checkpoints", ())})
-    if total < 1 or any(not 1 <= e < total for e in stops):
-        raise ValueError(f"spt_checkpoints must lie in [1, spt_epochs) with spt_epochs >= 1, got {stops} and {total}")
-    return {0: "scratch", **{e: f"spt_{e}ep" for e in stops}, total: "spt"}
+    """The rows of a pretraining-length sweep, SPT optimiser steps -> :func:`lra_seed`'s row name:
+    0 is ``scratch``, each of ``spt_checkpoints`` is ``spt_<s>st`` and ``spt_steps`` is ``spt``."""
+    total = int(config["spt_steps"])
+    stops = sorted({int(c) for c in config.get("spt_checkpoints", ())})
+    if total < 1 or any(not 1 <= c < total for c in stops):
+        raise ValueError(f"spt_checkpoints must lie in [1, spt_steps) with spt_steps >= 1, got {stops} and {total}")
+    return {0: "scratch", **{c: f"spt_{c}st" for c in stops}, total: "spt"}
 
 
 def sweep_accuracies(results: list[dict[str, Any]], config: Mapping[str, Any], depths, seeds) -> dict[tuple[int, int], np.ndarray]:
-    """Test accuracies of a sweep, ``(n_layers, SPT epochs) -> array over seeds`` (in the order of ``seeds``),
+    """Test accuracies of a sweep, ``(n_layers, SPT steps) -> array over seeds`` (in the order of ``seeds``),
     from :func:`merge_lra_jobs`'s records; every (depth, seed) must be there."""
     by = {(r["layers"], r["seed"]): r["rows"] for r in results}
     missing = [(int(L), int(s)) for L in depths for s in seeds if (int(L), int(s)) not in by]
     if missing:
         raise ValueError(f"results lack (depth, seed) pairs {missing}")
-    return {(int(L), e): np.array([by[(int(L), int(s))][row] for s in seeds])
-            for L in depths for e, row in sweep_points(config).items()}
+    return {(int(L), c): np.array([by[(int(L), int(s))][row] for s in seeds])
+            for L in depths for c, row in sweep_points(config).items()}
+
+
+def held_out_loss(model, tokens: torch.Tensor, config: Mapping[str, Any]) -> float:
+    """The SPT plateau gate's measurement: held-out masked loss with the chapter's masking rate and one fixed
+    mask stream (``data_seed + 7``), so every model of a chapter is judged on the same masks."""
+    return gates.held_out_masked_loss(model, tokens, mask_id=MASK, mlm_prob=config["mlm_prob"], pad_id=PAD,
+                                      seed=int(config["data_seed"]) + 7)
+
+
+def masked_entropy(data: Mapping[str, np.ndarray]) -> float:
+    """Unigram entropy (nats) of the tokens SPT masks in ``data["x_test"]``: every non-padding token."""
+    return gates.unigram_entropy(data["x_test"], exclude=(PAD,))
 
 
 def lra_seed(task: int, config: Mapping[str, Any], data: Mapping[str, np.ndarray],
              other: Mapping[str, np.ndarray]) -> dict[str, Any]:
     """One seed of one task: ``task = 1000 * group + 100 * n_layers + seed`` (see :func:`lra_job_ids`).
 
-    Returns each arm's test accuracy. ``data``: the task's arrays; ``other``: the training inputs of
-    :data:`OTHER_SOURCE`'s task (``other["x_train"]``). ``config``: the chapter's sizes plus ``data_seed`` and
-    ``arms`` (a subset of :data:`ARMS`; ``scratch`` and ``spt`` are always run). With ``spt_checkpoints``
-    (epochs), fine-tuning also starts from SPT stopped after each of them (rows ``spt_<e>ep``). Also returns
-    the diagonal energy fraction of the positional product (:func:`~.model.positional_product`) at
-    initialisation, after SPT and after scratch training, the head-averaged product and its offset profile at
-    initialisation and after SPT, and SPT's loss curve. Group 1 runs only the SPT model and the arms that
-    start from it, group 2 only the others (their records have ``spt_loss = None``); group 0 runs all.
+    Returns each arm's test accuracy (``rows``) and how many distinct labels it predicted on the test set
+    (``n_predicted``). ``data``: the task's arrays; ``other``: the arrays of :data:`OTHER_SOURCE`'s task (its
+    ``x_train`` for SPT, its ``x_test`` for the held-out masked loss). ``config``: the chapter's sizes plus
+    ``data_seed`` and ``arms`` (a subset of :data:`ARMS`; ``scratch`` and ``spt`` are always run; beyond one
+    layer ``deep_arms``). SPT takes ``spt_steps`` optimiser steps; ``scratch_matched`` trains labels for
+    ``label_steps + spt_steps`` steps, the total of SPT + fine-tune. With ``spt_checkpoints`` (optimiser steps),
+    fine-tuning also starts from SPT stopped after each of them (rows ``spt_<s>st``).
+
+    Also returns the held-out masked loss of every SPT model (``masked_loss``: ``spt``, each checkpoint's row,
+    ``other_source``; the plateau gate's measurement, :func:`held_out_loss`), the diagonal energy fraction of
+    the positional product (:func:`~.model.positional_product`) at initialisation, after SPT and after
+    scratch training, the head-averaged product and its offset profile at initialisation and after SPT, and
+    SPT's loss curve. Group 1 runs only the SPT model and the arms that start from it, group 2 only the
+    others (their records have ``spt_loss = None``); group 0 runs all.
     """
     t0 = time.process_time()
     group, n_layers, s = int(task) // 1000, int(task) % 1000 // 100, int(task) % 100
@@ -239,21 +237,27 @@ def lra_seed(task: int, config: Mapping[str, Any], data: Mapping[str, np.ndarray
         raise ValueError(f"task must be 1000 * group + 100 * n_layers + seed with group in 0..2 and n_layers >= 1, got {task}")
     d = config["data_seed"]
     arms = set(config.get("arms", ARMS) if n_layers == 1 else config.get("deep_arms", ("scratch", "spt"))) | {"scratch", "spt"}
+    unknown = arms - set(ARMS)
+    if unknown:
+        raise ValueError(f"arms must be among {ARMS}, got {sorted(unknown)}")
     if group:
         arms = {a for a in arms if (a in SPT_ARMS) == (group == 1)}
     dev = train_device(config)
     tensors = _tensors(data, dev)
     cfg = model_config(config, n_layers)
     init_seed = _init_seed(config, s)
-    steps_per_epoch = max(1, len(data["x_train"]) // config["batch_size"])
-    spt_steps = config["spt_epochs"] * steps_per_epoch
+    spt_steps = int(config["spt_steps"])
     n_pos = tensors["x_train"].shape[1]
+    n_predicted: dict[str, int] = {}
+    masked_loss: dict[str, float] = {}
 
-    def label(m) -> float:
-        return train.train_classifier(m, tensors["x_train"], tensors["y_train"], steps=config["label_steps"],
-                                      batch_size=config["batch_size"], lr=config["lr"], generator=_gen(d + 10 * s, dev),
-                                      eval_tokens=tensors["x_test"], eval_labels=tensors["y_test"],
-                                      eval_every=config["label_steps"], progress=False).final
+    def label(m, row: str, steps: int | None = None) -> float:
+        acc = train.train_classifier(m, tensors["x_train"], tensors["y_train"], steps=steps or config["label_steps"],
+                                     batch_size=config["batch_size"], lr=config["lr"], generator=_gen(d + 10 * s, dev),
+                                     eval_tokens=tensors["x_test"], eval_labels=tensors["y_test"],
+                                     eval_every=steps or config["label_steps"], progress=False).final
+        n_predicted[row] = int(len(np.unique(gates.predicted_labels(m, tensors["x_test"]))))
+        return acc
 
     def spt(tokens, checkpoints=(), saved=None):
         return spt_run(config, tokens, n_layers, s, spt_steps, checkpoints, saved)
@@ -262,17 +266,21 @@ def lra_seed(task: int, config: Mapping[str, Any], data: Mapping[str, np.ndarray
     rows: dict[str, float] = {}
     diag: dict[str, float] = {}
     out: dict[str, Any] = {"seed": s, "layers": n_layers, "group": group, "rows": rows, "diag": diag,
+                           "n_predicted": n_predicted, "masked_loss": masked_loss,
                            "positional_maps": None, "offset_profiles": None, "spt_loss": None,
                            "spt_steps": spt_steps, "copied_qk": []}
     if "scratch" in arms:
         scratch = fresh()
-        rows["scratch"] = label(scratch)
+        rows["scratch"] = label(scratch, "scratch")
         diag["scratch, trained"] = positional.diagonal_energy_fraction(positional_product(scratch, n_pos))
+    if "scratch_matched" in arms:
+        rows["scratch_matched"] = label(fresh(), "scratch_matched", config["label_steps"] + spt_steps)
     if "spt" in arms:
-        checkpoints = sorted({int(e) * steps_per_epoch for e in config.get("spt_checkpoints", ())} - {0})
+        checkpoints = sorted({int(c) for c in config.get("spt_checkpoints", ())} - {0})
         checkpoints = [c for c in checkpoints if c < spt_steps]
         saved: dict[int, dict] = {}
         source, curve = spt(tensors["x_train"], tuple([0, *checkpoints]), saved)
+        masked_loss["spt"] = held_out_loss(source, tensors["x_test"], config)
         init = train.build_model(cfg, seed=0, device=dev)
         init.load_state_dict(saved[0])
         products = {"SPT model, init": positional_product(init, n_pos), "after SPT": positional_product(source, n_pos)}
@@ -284,23 +292,27 @@ def lra_seed(task: int, config: Mapping[str, Any], data: Mapping[str, np.ndarray
         out["spt_loss"] = curve
         m = fresh()
         transfer.finetune_init(m, source)
-        rows["spt"] = label(m)
+        rows["spt"] = label(m, "spt")
         for c in checkpoints:
             ckpt = train.build_model(cfg, seed=0, device=dev)
             ckpt.load_state_dict(saved[c])
+            masked_loss[f"spt_{c}st"] = held_out_loss(ckpt, tensors["x_test"], config)
             m = fresh()
             transfer.finetune_init(m, ckpt)
-            rows[f"spt_{c // steps_per_epoch}ep"] = label(m)
+            rows[f"spt_{c}st"] = label(m, f"spt_{c}st")
     if "qk_only" in arms:
         m = fresh()
         out["copied_qk"] = transfer.hybrid_init(m, source, "qk")
-        rows["qk_only"] = label(m)
+        rows["qk_only"] = label(m, "qk_only")
     if "other_source" in arms:
         other_model, _ = spt(_tensors({"x": other["x_train"]}, dev)["x"])
+        held = other.get("x_test", other["x_train"])
+        masked_loss["other_source"] = held_out_loss(other_model, _tensors({"x": held}, dev)["x"], config)
         m = fresh()
         transfer.finetune_init(m, other_model)
-        rows["other_source"] = label(m)
+        rows["other_source"] = label(m, "other_source")
     if "alibi" in arms:
-        rows["alibi"] = label(train.build_model(model_config(config, n_layers, alibi=True), seed=init_seed, device=dev))
+        rows["alibi"] = label(train.build_model(model_config(config, n_layers, alibi=True), seed=init_seed, device=dev),
+                              "alibi")
     out["cpu_s"] = time.process_time() - t0
     return out
