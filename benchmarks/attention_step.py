@@ -21,7 +21,7 @@ CASES = (("digits", 64, 1), ("ListOps", 120, 1), ("PathFinder", 256, 2))  # name
 
 
 def step_seconds(length: int, layers: int, explicit: bool) -> float:
-    sizes = presets.PRESETS["selfpretraining/12_deep_arms_pathfinder"]["book"]
+    sizes = presets.PRESETS["selfpretraining/04_mini_lra_arms"]["book"]
     model = train.build_model(mini_lra.model_config(sizes, layers), seed=0, device="cpu")
     model.set_record(explicit)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)

@@ -7,7 +7,7 @@ from thread_check import _records, compare, training_chapters
 
 def test_training_chapters_are_the_ones_that_map_seeds():
     chapters = training_chapters()
-    assert "selfpretraining/04_depth" in chapters and "privileged/02_teacher_forcing" in chapters
+    assert "selfpretraining/03_ablations" in chapters and "privileged/02_teacher_forcing" in chapters
     assert "masked/06_training" in chapters and "masked/02_mode_blindness" not in chapters
 
 

@@ -1,9 +1,10 @@
 """Planted errors for Part II (self-pretraining). See ``registry.py``.
 
-Notebook level (smoke scale, in-process: ``map_seeds`` runs with ``n_jobs=1`` there, so a patch reaches
-the training functions): chapter 01's exact and full-model claims, chapter 02's bag-of-tokens claim.
-Unit level: the training claims that smoke scale cannot make (``tests/selfpretraining/test_training_claims.py``
-feeds each claim, with the notebook's criterion, the per-seed results of a swapped or perturbed model).
+Notebook level at smoke scale (in-process: ``map_seeds`` runs with ``n_jobs=1`` there, so a patch reaches
+the training functions): the exact and full-model claims of chapter 01, the label, transfer and checkpoint
+checks of chapters 02, 04 and 05. Notebook level at book scale (``scale="book"``): the training claims of
+chapters 02 and 03, which only a book-scale run makes; their bugs are planted in every seed worker too
+(``workers=True``). Unit level: the claims of chapter 01 whose statistic is all a unit test can reach.
 """
 
 from mutants.registry import Mutant
@@ -11,10 +12,31 @@ from mutants.registry import Mutant
 NB01 = "selfpretraining/01_gradient_blindness"
 NB02 = "selfpretraining/02_training_mechanism"
 NB03 = "selfpretraining/03_ablations"
-NB04 = "selfpretraining/04_depth"
 UNIT = "tests/selfpretraining/test_training_claims.py::"
 
 _G = "from blindspots.selfpretraining import gradients as _G\n"
+
+
+_SPT_FROZEN = """from blindspots.selfpretraining import train as _T
+if not hasattr(_T, "_unplanted_pretrain"):
+    _T._unplanted_pretrain = _T.pretrain
+    _T.pretrain = lambda model, tokens, **kw: _T._unplanted_pretrain(model, tokens, **{**kw, "lr": 0.0})
+"""
+_DEEP_SPT_FROZEN = """from blindspots.selfpretraining import train as _T
+if not hasattr(_T, "_unplanted_pretrain"):
+    _T._unplanted_pretrain = _T.pretrain
+    _T.pretrain = lambda model, tokens, **kw: _T._unplanted_pretrain(
+        model, tokens, **{**kw, "lr": 0.0 if len(model.attentions) > 1 else kw["lr"]})
+"""
+_UNIFORM_SNAPSHOT = """from blindspots.selfpretraining import proximity as _P
+import torch as _torch
+if not hasattr(_P, "_unplanted_snapshot"):
+    _P._unplanted_snapshot = _P.attention_snapshot
+    def _uniform(model, tokens, layer=0):
+        scores, probs = _P._unplanted_snapshot(model, tokens, layer)
+        return _torch.zeros_like(scores), _torch.full_like(probs, 1.0 / probs.shape[-1])
+    _P.attention_snapshot = _uniform
+"""
 
 MUTANTS: list[Mutant] = [
     # --- chapter 01: exact abstraction
@@ -109,43 +131,28 @@ def _leaky(n, rng, task=_T.WalkTask()):
     return x, y
 _T.sample_walks = _leaky
 """),
-    Mutant("sp-no-attention-swapped", NB02, "no-attention-at-chance",
-           "the SPT + fine-tune accuracies in place of the no-attention model's",
-           unit=UNIT + "test_chance_claim_fails_for_a_model_that_learned"),
-    Mutant("sp-02-gain-swapped", NB02, "spt-beats-scratch",
-           "scratch accuracies in place of SPT + fine-tune (a swapped model)",
-           unit=UNIT + "test_spt_gain_claim_fails_with_scratch_in_place_of_spt"),
+    # --- chapter 02's training claims: only a book-scale run makes them. The bug is planted in the kernel and
+    # in every seed worker too (runtime.map_seeds' workers are fresh processes: workers=True).
+    Mutant("sp-02-spt-never-updates", NB02, "spt-beats-scratch",
+           "SPT's optimiser gets a learning rate of 0: the model fine-tuned after SPT starts from its initial weights",
+           patch=_SPT_FROZEN, workers=True, scale="book", also=("spt-beats-compute-matched-scratch",)),
+    Mutant("sp-02-attention-read-uniform", NB02, "spt-more-proximal-local-mass",
+           "the attention maps are read with every score set to 0 (uniform attention), whatever the model learned",
+           patch=_UNIFORM_SNAPSHOT, workers=True, scale="book",
+           also=("spt-more-proximal-toeplitz", "finetuned-more-proximal-local-mass",
+                 "finetuned-more-proximal-toeplitz")),
 ]
-
-for _tag in ("spt", "finetuned"):
-    for _m in ("local-mass", "toeplitz"):
-        MUTANTS.append(Mutant(f"sp-{_tag}-{_m}-swapped", NB02, f"{_tag}-more-proximal-{_m}",
-                              f"trained scratch attention in place of the {_tag} model's ({_m})",
-                              unit=UNIT + "test_proximity_claim_fails_with_scratch_attention"))
 
 MUTANTS += [
-    # --- chapter 03
-    Mutant("sp-03-gain-swapped", NB03, "spt-beats-scratch",
-           "scratch accuracies in place of SPT + fine-tune (a swapped model)",
-           unit=UNIT + "test_spt_gain_claim_fails_with_scratch_in_place_of_spt"),
-    Mutant("sp-frozen-swapped", NB03, "frozen-random-attention-at-chance",
-           "the SPT + fine-tune accuracies in place of frozen random attention",
-           unit=UNIT + "test_chance_claim_fails_for_a_model_that_learned"),
+    # --- chapter 03: its one-layer gain repeats chapter 02's check (consistency); the two-layer gain is its
+    # verification, killed by the same planted bug at two layers
+    Mutant("sp-03-deep-spt-never-updates", NB03, "depth-2-spt-beats-scratch",
+           "for models of more than one layer, SPT's optimiser gets a learning rate of 0",
+           patch=_DEEP_SPT_FROZEN, workers=True, scale="book"),
 ]
-for _row, _cid in (("QK only", "qk-only"), ("all attention", "all-attention"), ("MLP only", "mlp-only"),
-                   ("SPT 200 steps", "spt-200-steps")):
-    MUTANTS.append(Mutant(f"sp-{_cid}-is-full-checkpoint", NB03, f"{_cid}-recovers-less-than-half",
-                          f"{_row}: the full SPT checkpoint's accuracies in place of the row (a hybrid that copies everything)",
-                          unit=UNIT + "test_recovered_half_claim_fails_when_the_row_is_the_full_checkpoint"))
-for _L in (1, 2):
-    MUTANTS.append(Mutant(f"sp-depth-{_L}-gain-swapped", NB04, f"depth-{_L}-spt-beats-scratch",
-                          f"{_L} layer(s): scratch accuracies in place of SPT + fine-tune",
-                          unit=UNIT + "test_spt_gain_claim_fails_with_scratch_in_place_of_spt"))
 
-# --- chapters 05-06: the mini Long Range Arena (issue 11)
-NB05 = "selfpretraining/05_mini_lra"
-NB06 = "selfpretraining/06_mini_lra_pathfinder"
-UNIT_LRA = "tests/selfpretraining/test_mini_lra_claims.py::"
+# --- chapter 04: every arm of the mini Long Range Arena, on ListOps, the digits and PathFinder
+NB04_ARMS = "selfpretraining/04_mini_lra_arms"
 _PF_LABEL_NOISE = """from blindspots.selfpretraining import pathfinder as _P
 _orig = _P.sample_image
 def _noisy(rng, task=_P.PathFinderTask(), label=None, max_tries=1000):
@@ -153,25 +160,35 @@ def _noisy(rng, task=_P.PathFinderTask(), label=None, max_tries=1000):
     return image, (1 - y if rng.random() < 0.1 else y)
 _P.sample_image = _noisy
 """
+_QK_VALUES = """from blindspots.selfpretraining import transfer as _T
+_T.GROUPS["qk"] = _T.GROUPS["attention"]
+"""
+_QK_QUERY_ONLY = """from blindspots.selfpretraining import transfer as _T
+import re as _re
+_T.GROUPS["qk"] = _re.compile(r"^blocks\\.\\d+\\.attn\\.q_proj\\.(weight|bias)$")
+"""
 MUTANTS += [
-    Mutant("sp-lra-median-rounded", NB05, "listops-labels-match-independent-evaluator",
-           "the ListOps generator labels MED with the rounded median (5.5 -> 6) instead of LRA's int(np.median)",
+    Mutant("sp-lra-median-rounded", NB04_ARMS, "listops-labels-match-independent-evaluator",
+           "the ListOps generator labels MED with the rounded median (5.5 -> 6), not LRA's int(np.median)",
            patch="""from blindspots.selfpretraining import listops as _L
 import numpy as _np
 _orig = _L.apply_operator
-_L.apply_operator = lambda op, values: int(_np.floor(_np.median(values) + 0.5)) if op == "[MED" else _orig(op, values)
+_L.apply_operator = lambda op, values: (int(_np.floor(_np.median(values) + 0.5)) if op == "[MED"
+                                        else _orig(op, values))
 """),
-    Mutant("sp-lra-pathfinder-label-noise", NB06, "pathfinder-labels-match-connectivity",
+    Mutant("sp-lra-pathfinder-label-noise", NB04_ARMS, "pathfinder-labels-match-connectivity",
            "the PathFinder generator flips one label in ten (a label not tied to the marked ends)",
            patch=_PF_LABEL_NOISE),
+    Mutant("sp-qk-hybrid-copies-values", NB04_ARMS, "qk-hybrid-copies-every-layer",
+           "the QK-only hybrid copies the whole attention (W_V and the output map too), not W_Q, W_K alone",
+           patch=_QK_VALUES),
+    Mutant("sp-qk-hybrid-query-only", NB04_ARMS, "qk-hybrid-copies-every-layer",
+           "the QK-only hybrid matches only W_Q and b_Q, so the keys stay fresh",
+           patch=_QK_QUERY_ONLY),
 ]
-for _task in ("listops", "image"):
-    MUTANTS.append(Mutant(f"sp-lra-{_task}-learns-nothing", NB05, f"{_task}-spt-learns",
-                          f"{_task}: accuracies of a model that learned nothing (the majority label, with the test "
-                          "set's binomial noise) in place of SPT + fine-tune",
-                          unit=UNIT_LRA + "test_learns_claim_fails_for_a_model_at_the_majority_label"))
 
-# --- chapter 07: the pretraining-length sweep
+# --- chapter 05: the pretraining-length sweep in optimiser steps
+NB05_LENGTH = "selfpretraining/05_spt_length"
 _ALIASED_CHECKPOINTS = """from blindspots.selfpretraining import train as _T
 _orig = _T.pretrain
 def _aliased(model, tokens, **kw):
@@ -182,48 +199,25 @@ def _aliased(model, tokens, **kw):
     return out
 _T.pretrain = _aliased
 """
-MUTANTS.append(Mutant(
-    "sp-spt-checkpoint-aliased", "selfpretraining/07_spt_length", "spt-checkpoint-is-a-shorter-run",
-    "SPT checkpoints keep the live state dict instead of a copy, so every checkpoint is the end of the run",
-    patch=_ALIASED_CHECKPOINTS))
-# --- chapter 09: the sweep on ListOps and PathFinder
-MUTANTS.append(Mutant(
-    "sp-lra-checkpoint-aliased", "selfpretraining/09_lra_spt_length", "lra-checkpoint-is-a-shorter-run",
-    "SPT checkpoints keep the live state dict instead of a copy, so every checkpoint is the end of the run",
-    patch=_ALIASED_CHECKPOINTS))
-# --- chapters 10-12: every arm beyond one layer, ListOps, the digits and PathFinder
-_QK_FIRST_BLOCK = """from blindspots.selfpretraining import transfer as _T
-import re as _re
-_T.GROUPS["qk"] = _re.compile(r"^blocks\\.0\\.attn\\.(q_proj|k_proj)\\.(weight|bias)$")
+# The off-by-one of storing a checkpoint after the step that follows it (keep(step + 2) for keep(step + 1)).
+_LATE_CHECKPOINTS = """from blindspots.selfpretraining import train as _T
+_orig = _T.pretrain
+def _late(model, tokens, **kw):
+    cks = kw.get("checkpoints", ())
+    if not cks:
+        return _orig(model, tokens, **kw)
+    shifted = {c: c + 1 if 0 < c < kw["steps"] else c for c in cks}
+    tmp = {}
+    out = _orig(model, tokens, **{**kw, "checkpoints": tuple(shifted.values()), "saved": tmp})
+    kw["saved"].update({c: tmp[s] for c, s in shifted.items()})
+    return out
+_T.pretrain = _late
 """
-_QK_VALUES = """from blindspots.selfpretraining import transfer as _T
-_T.GROUPS["qk"] = _T.GROUPS["attention"]
-"""
-
-
-def _qk_mutants(chapter: str, short: str) -> list[Mutant]:
-    """The two planted errors of a deep-arms chapter's QK-only check: too few tensors copied, or too many."""
-    return [Mutant(f"sp-qk-hybrid-first-block-only-{short}", chapter, "qk-hybrid-copies-every-layer",
-                   "the QK-only hybrid matches only the first block's W_Q, W_K, so a deep hybrid is fresh above layer 1",
-                   patch=_QK_FIRST_BLOCK),
-            Mutant(f"sp-qk-hybrid-copies-values-{short}", chapter, "qk-hybrid-copies-every-layer",
-                   "the QK-only hybrid copies the whole attention (W_V and the output map too), not W_Q, W_K alone",
-                   patch=_QK_VALUES)]
-
-
-for _chapter, _task, _short in (("selfpretraining/10_deep_arms_listops", "listops", "listops"),
-                                ("selfpretraining/11_deep_arms_digits", "image", "digits")):
-    MUTANTS += [
-        *_qk_mutants(_chapter, _short),
-        Mutant(f"sp-lra-{_task}-deep-learns-nothing", _chapter, f"{_task}-spt-learns-deep",
-               f"{_task}, two layers: accuracies of a model that learned nothing (the majority label, with "
-               "the test set's binomial noise) in place of SPT + fine-tune",
-               unit=UNIT_LRA + f"test_deep_learns_claim_fails_for_a_model_at_the_majority_label[{_task}]"),
-    ]
-_PF_DEEP = "selfpretraining/12_deep_arms_pathfinder"
 MUTANTS += [
-    *_qk_mutants(_PF_DEEP, "pathfinder"),
-    Mutant("sp-pf-deep-checkpoint-aliased", _PF_DEEP, "pf-deep-checkpoint-is-a-shorter-run",
+    Mutant("sp-length-checkpoint-aliased", NB05_LENGTH, "checkpoint-is-a-shorter-run",
            "SPT checkpoints keep the live state dict instead of a copy, so every checkpoint is the end of the run",
            patch=_ALIASED_CHECKPOINTS),
+    Mutant("sp-length-checkpoint-one-step-late", NB05_LENGTH, "checkpoint-is-a-shorter-run",
+           "SPT stores the checkpoint of s steps after step s + 1 (an off-by-one in the step count)",
+           patch=_LATE_CHECKPOINTS),
 ]

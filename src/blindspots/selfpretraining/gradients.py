@@ -95,8 +95,8 @@ class Abstraction:
     values: torch.Tensor  # (n, d): V, the values of the (masked) input
     label_readout: torch.Tensor  # (C, d)
     label: int
-    recon_readout: torch.Tensor  # (K, d)
-    targets: torch.Tensor  # (n,) token ids in [0, K)
+    recon_readout: torch.Tensor  # (n_tok, d): U
+    targets: torch.Tensor  # (n,) token ids in [0, n_tok)
     masked: torch.Tensor  # (n,) bool, at least one True
 
     @property
@@ -155,12 +155,13 @@ def label_gradient_closed_form(inst: Abstraction) -> torch.Tensor:
 
 
 def reconstruction_gradient_closed_form(inst: Abstraction) -> torch.Tensor:
-    """``(R - R 1 1^T / n) / n`` with ``R_ij = r_i . v_j``, ``r_i = W^T (pi - e_{x_i}) / |M|`` on masked ``i``."""
+    """``(R - R 1 1^T / n) / n`` with ``R_ij = r_i . v_j``, ``r_i = U^T (pi - e_{x_i}) / |M|`` on masked
+    ``i``."""
     n = inst.n
     vbar = inst.values.mean(0)
     k = inst.recon_readout.shape[0]
     pi = torch.softmax(inst.recon_readout @ vbar, 0)
-    err = pi[None] - F.one_hot(inst.targets, k).double()  # (n, K)
+    err = pi[None] - F.one_hot(inst.targets, k).double()  # (n, n_tok)
     err = err * inst.masked[:, None].double() / inst.masked.sum()
     r = err @ inst.recon_readout  # (n, d)
     big_r = r @ inst.values.T
@@ -171,10 +172,10 @@ def reconstruction_gradient_closed_form(inst: Abstraction) -> torch.Tensor:
 def band_trace(n: int, k: int = 1) -> float:
     """``tr(D_k)`` of the unit, double-centred band direction (:func:`band_direction`), in closed form.
 
-    With ``C = I - J/n``, ``B = B_k`` (zero diagonal, row sums ``s_i``, total ``S``),
-    ``(CBC)_ii = -2 s_i/n + S/n^2``, so ``tr(CBC) = -S/n`` with ``S = k(2n - k - 1)``, and
-    ``||CBC||_F^2 = S - 2 ||s||^2/n + S^2/n^2``. Hence
-    ``tr(D_k) = -S / (n ||CBC||_F) < 0``: about ``-sqrt(2k/n)`` for ``k << n``. Used by
+    With the centring ``I - J/n`` and ``B = B_k`` (zero diagonal, row sums ``s_i``, ``beta_k = k(2n - k - 1)``
+    ones), ``((I - J/n) B (I - J/n))_ii = -2 s_i/n + beta_k/n^2``, which sums to ``-beta_k/n``, and
+    ``||(I - J/n) B (I - J/n)||_F^2 = beta_k - 2 ||s||^2/n + beta_k^2/n^2``. Hence
+    ``tr(D_k) = -beta_k / (n ||(I - J/n) B (I - J/n)||_F) < 0``: about ``-sqrt(2k/n)`` for ``k << n``. Used by
     {prf:ref}`prop-sp-iid-band-mean`.
     """
     if not isinstance(n, (int, np.integer)) or not isinstance(k, (int, np.integer)) or not 1 <= k < n:
@@ -187,9 +188,10 @@ def band_trace(n: int, k: int = 1) -> float:
 
 
 def masked_pair_mass(n: int, m: int, trace: float) -> float:
-    """``E sum_{i, j in M} D_ij`` for a uniformly random masked set ``M`` of size ``m``, and ``D 1 = 0``.
+    """``E mu_M``, ``mu_M = sum_{i, j in M} D_ij``, for a uniformly random masked set ``M`` of size ``m``, and
+    ``D 1 = 0``.
 
-    ``P(i in M) = m/n`` on the diagonal and ``P(i, j in M) = m(m-1)/(n(n-1))`` off it; the
+    ``Pr(i in M) = m/n`` on the diagonal and ``Pr(i, j in M) = m(m-1)/(n(n-1))`` off it; the
     off-diagonal entries of ``D`` sum to ``-tr D``, so the mass is
     ``tr(D) [m/n - m(m-1)/(n(n-1))] = tr(D) m(n-m) / (n(n-1))``.
     """
@@ -199,7 +201,8 @@ def masked_pair_mass(n: int, m: int, trace: float) -> float:
 
 
 def iid_band_mean_factor(n: int, m: int, k: int = 1) -> float:
-    """The factor ``E[T_MM] / (n m) = tr(D_k) (n - m) / (n^2 (n - 1))`` of {prf:ref}`prop-sp-iid-band-mean`.
+    """The factor ``kappa_n = E[mu_M] / (n m) = tr(D_k) (n - m) / (n^2 (n - 1))`` of
+    {prf:ref}`prop-sp-iid-band-mean`.
 
     Under i.i.d. tokens and a uniform masked set of size ``m``,
     ``E <grad_S l_rec, D_k> = iid_band_mean_factor(n, m, k) * E[(pi - p)^T U (e_MASK - vbar_vis)]``.
@@ -211,13 +214,13 @@ def iid_band_mean_factor(n: int, m: int, k: int = 1) -> float:
 class IidReconstruction:
     """The abstraction of {prf:ref}`def-sp-abstraction` on i.i.d. tokens (numpy, float64).
 
-    Tokens ``0..K-1`` are i.i.d. with law ``p``; ``K`` is the MASK token. Values are
-    ``v_j = E[:, x~_j]`` (``E`` is ``d x (K+1)``), the read-out is ``U`` (``K x d``).
+    Tokens ``0..n_tok-1`` are i.i.d. with law ``p``; ``n_tok`` is the MASK token. Values are
+    ``v_j = E[:, x~_j]`` (``E`` is ``d x (n_tok+1)``), the read-out is ``U`` (``n_tok x d``).
     """
 
-    p: np.ndarray  # (K,)
-    embed: np.ndarray  # (d, K + 1); the last column embeds MASK
-    readout: np.ndarray  # (K, d)
+    p: np.ndarray  # (n_tok,)
+    embed: np.ndarray  # (d, n_tok + 1); the last column embeds MASK
+    readout: np.ndarray  # (n_tok, d)
 
     @property
     def vocab(self) -> int:
@@ -239,7 +242,8 @@ def random_iid_reconstruction(rng: np.random.Generator, *, vocab: int = 4, width
 
 def iid_band_projection_samples(setting: IidReconstruction, n: int, m: int, samples: int,
                                 rng: np.random.Generator, k: int = 1, chunk: int = 5000) -> tuple[np.ndarray, np.ndarray]:
-    """Per-sequence ``<grad_S l_rec, D_k>`` at uniform attention, and the statistic ``(pi - p)^T U (e_MASK - vbar_vis)``.
+    """Per-sequence ``Pi = <grad_S l_rec, D_k>`` at uniform attention, and the statistic
+    ``xi = (pi - p)^T U (e_MASK - vbar_vis)``.
 
     Each sequence has i.i.d. tokens from ``setting.p`` and a uniformly random masked set of size ``m``.
     The projection is computed from {prf:ref}`prop-sp-reconstruction-gradient`,
@@ -251,7 +255,7 @@ def iid_band_projection_samples(setting: IidReconstruction, n: int, m: int, samp
     if samples < 1:
         raise ValueError(f"samples must be >= 1, got {samples!r}")
     kk, e, u = setting.vocab, setting.embed, setting.readout
-    w = u @ e  # (K, K+1): score of target a against value token c
+    w = u @ e  # (n_tok, n_tok + 1): score of target a against value token c
     d = band_direction(n, k).numpy()
     proj, stat = [], []
     for start in range(0, samples, chunk):
@@ -268,7 +272,7 @@ def iid_band_projection_samples(setting: IidReconstruction, n: int, m: int, samp
         # sum_{i in M} sum_j D_ij pi^T U v_j
         first = ((masked.astype(float) @ d) * np.take_along_axis(pi @ w, shown, 1)).sum(1)
         # sum_{i in M} sum_j D_ij W[x_i, x~_j]
-        neigh = d @ np.eye(kk + 1)[shown]  # (b, n, K+1): sum_j D_ij 1[x~_j = c]
+        neigh = d @ np.eye(kk + 1)[shown]  # (b, n, n_tok + 1): sum_j D_ij 1[x~_j = c]
         second = (masked * (w[x] * neigh).sum(2)).sum(1)
         proj.append((first - second) / (n * m))
         vis_mean = (v * (~masked)[:, :, None]).sum(1) / (n - m)
@@ -320,10 +324,10 @@ def reconstruction_score_gradients(model, tokens, *, mask_id: int, generator: to
 def qk_step_score_change(model, loss_fn, layer: int = 0) -> torch.Tensor:
     """First-order change of layer ``layer``'s scores under one gradient step on ``W_Q, W_K``.
 
-    The scores are bilinear in (W_Q, b_Q) and (W_K, b_K), so the change per unit
-    step along minus the gradient is exactly ``-(Q_G K^T + Q K_G^T) / sqrt(d_h)``,
-    where ``Q_G`` (``K_G``) applies the gradient of the query (key) projection to the
-    same layer input. Returns ``(B, H, n, n)``.
+    The scores ``S = Q K^T / sqrt(d_h)``, with queries ``Q = X W_Q`` and keys ``K = X W_K`` of the layer
+    input ``X``, are bilinear in (W_Q, b_Q) and (W_K, b_K), so the change per unit step along minus the
+    gradient is exactly ``-(Q_G K^T + Q K_G^T) / sqrt(d_h)``, where ``Q_G`` (``K_G``) applies the gradient of
+    the query (key) map to the same layer input. Returns ``(batch, heads, n, n)``.
     """
     attn = model.attentions[layer]
     seen: dict[str, torch.Tensor] = {}
@@ -368,9 +372,10 @@ QK_SLOPES: dict[str, float] = {"weight_gradient": 1.0, "score_change": 2.0}
 
 
 def qk_slope_prediction(quantity: str) -> float:
-    """Predicted log-log slope against the init scale sigma of W_Q, W_K (zero biases, S = O(sigma^2)).
+    """Predicted log-log slope against the init scale omega of W_Q, W_K (zero biases, S = O(omega^2)).
 
-    ``"weight_gradient"``: ``dL/dW_Q = X^T (dL/dS) X W_K / sqrt(d_h)`` is linear in sigma, slope 1.
+    With ``W_Q``, ``W_K`` in the layout ``Q = X W_Q`` (``q_proj.weight`` is ``W_Q^T``),
+    ``"weight_gradient"``: ``dL/dW_Q = X^T (dL/dS) X W_K / sqrt(d_h)`` is linear in omega, slope 1.
     ``"score_change"``: the first-order score change of one step, ``-(Q_G K^T + Q K_G^T)/sqrt(d_h)``,
     is quadratic, slope 2. Both hold to first order while the softmax stays near uniform.
     """
@@ -382,9 +387,11 @@ def qk_slope_prediction(quantity: str) -> float:
 def qk_slope_tolerance(max_score: float, sigma_lo: float, sigma_hi: float) -> float:
     """How far the fitted slope may stray from :func:`qk_slope_prediction` on ``[sigma_lo, sigma_hi]``.
 
-    With ``m = max |S_ij|`` every attention weight lies within ``e^{+-2m}`` of ``1/n``; the score
-    gradient (two factors of A) and the forward pass change by a relative ``eps = e^{4m} - 1`` at most,
-    so each end of the fit is off by at most ``eps`` and the slope by ``2 eps / ln(sigma_hi/sigma_lo)``.
+    With ``S_inf = max |S_ij|`` (``max_score``) every attention weight lies within ``e^{+-2 S_inf}`` of
+    ``1/n``; the score gradient (two factors of A) and the forward pass change by a relative
+    ``eps = e^{4 S_inf} - 1`` at most, so each end of the fit is off by at most ``eps`` and the slope by
+    ``2 eps / ln(sigma_hi/sigma_lo)`` (``sigma_lo``, ``sigma_hi``: the ends omega_a, omega_b of the fitted
+    range of init scales).
     """
     if not 0 < sigma_lo < sigma_hi:
         raise ValueError(f"need 0 < sigma_lo < sigma_hi, got {sigma_lo}, {sigma_hi}")

@@ -2,7 +2,8 @@
 
 Every attention layer passes its scores through ``score_hook`` and its
 probabilities through ``prob_hook`` (both ``nn.Identity``), so a forward hook
-registered on them can read or replace the scores ``S = Q K^T / sqrt(d_h)`` or the
+registered on them can read or replace the scores ``S = Q K^T / sqrt(d_h)`` (queries ``Q = X W_Q``, keys
+``K = X W_K`` of the layer input ``X``, per head) or the
 probabilities ``A = softmax(S)``. With ``record=True`` the layer also keeps the
 last scores and probabilities in ``last_scores`` / ``last_probs``, and with
 ``hold_uniform=True`` it sets the scores to zero (uniform attention over the
@@ -42,7 +43,7 @@ class ModelConfig:
     pooling: str = "mean"
     pad_id: int | None = None
     cls_id: int | None = None
-    alibi: bool = False  # add the fixed distance bias -m_h |i - j| of Press et al. to every head's scores
+    alibi: bool = False  # add the fixed distance bias -lambda_h |i - j| of Press et al. to each head's scores
 
     def __post_init__(self) -> None:
         if self.pooling not in POOLINGS:
@@ -71,7 +72,7 @@ class ModelConfig:
 
 
 def alibi_slopes(n_heads: int) -> torch.Tensor:
-    """ALiBi's fixed per-head slopes ``m_h = 2^(-8 h / H)``, ``h = 1..H`` (Press et al. 2022)."""
+    """ALiBi's fixed per-head slopes ``lambda_h = 2^(-8 h / n_heads)``, ``h = 1..n_heads`` (Press et al.)."""
     if n_heads < 1:
         raise ValueError(f"n_heads must be >= 1, got {n_heads}")
     return torch.tensor([2.0 ** (-8.0 * h / n_heads) for h in range(1, n_heads + 1)])
@@ -112,7 +113,7 @@ class SelfAttention(nn.Module):
         return x.view(b, n, self.n_heads, self.d_head).transpose(1, 2)  # (b, h, n, d_h)
 
     def _bias(self, n: int, device, dtype) -> torch.Tensor:
-        """ALiBi's fixed score bias ``-m_h |i - j|``: ``(n_heads, n, n)``."""
+        """ALiBi's fixed score bias ``-lambda_h |i - j|``: ``(n_heads, n, n)``."""
         i = torch.arange(n, device=device)
         return -self.slopes.to(dtype)[:, None, None] * (i[:, None] - i[None, :]).abs().to(dtype)
 
@@ -271,11 +272,12 @@ def scale_qk(model: Encoder, scale: float, generator: torch.Generator | None = N
 
 @torch.no_grad()
 def positional_product(model: Encoder, length: int, layer: int = 0) -> torch.Tensor:
-    """The score that positions alone contribute, ``PE W_Q^T (PE W_K^T)^T / sqrt(d_h)`` per head:
-    ``(n_heads, length, length)`` in float64.
+    """The positional product ``S^pos = PE W_Q W_K^T PE^T / sqrt(d_h)`` per head: the score that positions
+    alone contribute, ``(n_heads, length, length)`` in float64.
 
-    ``PE`` is the sinusoidal table (its first ``length`` rows); layer norm and biases are left out,
-    so this is the position-position term of :math:`QK^T` of {prf:ref}`def-sp-positional-product`.
+    ``PE`` is the sinusoidal table (its first ``length`` rows); ``W_Q``, ``W_K`` are in the layout
+    ``Q = X W_Q`` (``q_proj.weight`` is ``W_Q^T``). Layer norm and biases are left out, so this is the
+    position-position term of ``S = Q K^T / sqrt(d_h)`` ({prf:ref}`def-sp-positional-product`).
     """
     if not 1 <= length <= model.config.max_len:
         raise ValueError(f"length must lie in [1, max_len={model.config.max_len}], got {length}")

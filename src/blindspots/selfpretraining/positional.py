@@ -1,11 +1,12 @@
 """How far a positional score matrix is from a relative-position (Toeplitz) one.
 
-A matrix ``M`` is Toeplitz when ``M_ij`` depends on the offset ``i - j`` only. The nearest Toeplitz
-matrix in the Frobenius norm replaces every diagonal by its mean (the diagonals are orthogonal
-subspaces), so the *diagonal energy fraction* ``||T(M)||^2 / ||M||^2`` is 1 for a Toeplitz matrix
-and about ``(2n - 1) / n^2`` for a matrix of independent centred entries. The sinusoidal code makes
+A matrix ``G`` is Toeplitz when ``G_ij`` depends on the offset ``i - j`` only. The nearest Toeplitz
+matrix in the Frobenius norm, ``Toep(G)``, replaces every diagonal by its mean (the diagonals are
+orthogonal subspaces), so the *diagonal energy fraction* ``||Toep(G)||^2 / ||G||^2`` is 1 for a Toeplitz
+matrix and about ``(2n - 1) / n^2`` for a matrix of independent centred entries. The sinusoidal code makes
 ``PE PE^T`` exactly Toeplitz (``sin a sin b + cos a cos b = cos(a - b)``); a random ``W_Q W_K^T``
-in between breaks that. The *offset profile* is the mean of each diagonal, ``b(i - j)``.
+in between, as in the positional product ``S^pos = PE W_Q W_K^T PE^T / sqrt(d_h)``, breaks that. The
+*offset profile* is the mean of each diagonal, ``b_{i-j}``.
 
 Implements {prf:ref}`def-sp-positional-product`.
 """
@@ -38,7 +39,7 @@ def toeplitz_projection(matrix: torch.Tensor) -> torch.Tensor:
 
 
 def diagonal_energy_fraction(matrix: torch.Tensor) -> float:
-    """``||T(M)||^2 / ||M||^2`` of :func:`toeplitz_projection`, averaged over leading dimensions."""
+    """``||Toep(G)||^2 / ||G||^2`` of :func:`toeplitz_projection`, averaged over leading dimensions."""
     m = matrix.double().reshape(-1, *matrix.shape[-2:])
     total = (m ** 2).sum((-1, -2)).clamp_min(1e-300)
     return float(((toeplitz_projection(m) ** 2).sum((-1, -2)) / total).mean())

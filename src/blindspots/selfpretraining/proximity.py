@@ -63,7 +63,7 @@ def toeplitz_score(scores: torch.Tensor) -> float:
     offset = (i[:, None] - i[None, :] + n - 1).reshape(-1)
     flat = s.reshape(m, n * n)
     rhs = torch.cat([s.sum(-1), torch.zeros(m, 2 * n - 1, dtype=s.dtype, device=s.device)
-                     .index_add_(1, offset, flat)], dim=1)  # D^T S
+                     .index_add_(1, offset, flat)], dim=1)  # (design matrix)^T S
     coef = rhs @ _offset_normal_pinv(n).to(s.device)
     fitted = coef[:, :n, None] + coef[:, n:][:, offset].reshape(m, n, n)
     resid = ((s - fitted) ** 2).sum((-1, -2))
@@ -73,7 +73,7 @@ def toeplitz_score(scores: torch.Tensor) -> float:
 
 
 def mean_attention_by_offset(probs: torch.Tensor, max_offset: int) -> torch.Tensor:
-    """Average attention on the key at offset ``j - i = d`` for ``d in [-max_offset, max_offset]``."""
+    """Average attention on the key at each offset ``j - i`` in ``[-max_offset, max_offset]``."""
     n = probs.shape[-1]
     p = probs.reshape(-1, n, n).double().mean(0)
     out = []

@@ -9,7 +9,7 @@ redrawn.
 
 Reversing a sequence negates every step, so it swaps the label, keeps the token
 counts and (the drift law being symmetric and the start uniform) keeps the
-probability of the sequence. Hence ``P(y = 1 | counts) = 1/2`` exactly: any
+probability of the sequence. Hence ``Pr(y = 1 | cnt(x)) = 1/2`` exactly: any
 bag-of-tokens classifier is at chance, and the label can only be read from the
 order of neighbouring tokens.
 """
