@@ -96,3 +96,14 @@ def test_recursive_evaluator_agrees_with_the_stack_evaluator():
         toks = L.tree_tokens(L.sample_tree(rng, task))
         assert L.evaluate_recursive(toks) == L.evaluate_tokens(toks)
     assert L.evaluate_recursive("[MED 3 8 ]".split()) == 5 and L.evaluate_recursive("[SM 9 9 9 ]".split()) == 7
+
+
+def test_fixed_root_operator():
+    """root_operators fixes the root's operator; labels still match the evaluator, lengths the window."""
+    task = L.ListOpsTask(min_length=10, max_length=60, max_depth=3, max_args=6, root_operators=("[SM",))
+    x, y, toks = L.sample_listops(300, np.random.default_rng(2), task, pad_id=16)
+    assert all(t[0] == "[SM" for t in toks)
+    assert all(L.evaluate_tokens(t) == label for t, label in zip(toks, y))
+    assert all(10 <= len(t) <= 60 for t in toks)
+    with pytest.raises(ValueError, match="root_operators"):
+        L.ListOpsTask(root_operators=("[AND",))

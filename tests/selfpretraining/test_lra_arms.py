@@ -264,3 +264,20 @@ def test_figures_draw_every_task():
     fig, axes = lra_arms.accuracy_figure(by_task, {("listops", 1): tg}, {"listops": 0.1})
     assert len(axes[0][0].patches) == 6
     plt.close(fig)
+
+
+def test_task_config_gives_pathfinder_its_grid_control_and_masking_rate():
+    from blindspots.selfpretraining import presets
+    sizes = presets.PRESETS["selfpretraining/04_mini_lra_arms"]["book"]
+    pf = mini_lra.task_config("pathfinder", sizes)
+    assert pf["alibi_grid"] == sizes["pathfinder_size"] and pf["mlm_prob"] == sizes["pathfinder_mlm_prob"]
+    assert mini_lra.model_config(pf, 1, alibi=True).alibi_grid == sizes["pathfinder_size"]
+    assert mini_lra.model_config(pf, 1).alibi_grid == 0  # only the control carries the bias
+    lo = mini_lra.task_config("listops", sizes)
+    assert lo.get("alibi_grid", 0) == 0 and lo["mlm_prob"] == sizes["mlm_prob"]
+
+
+def test_balanced_pathfinder_split_keeps_the_asked_sizes():
+    sizes = {**TINY, **PF, "pathfinder_balance": True, "n_train": 24, "n_test": 9}
+    d = mini_lra.task_data("pathfinder", sizes, 0)
+    assert len(d["x_train"]) == 24 and len(d["x_test"]) == 9

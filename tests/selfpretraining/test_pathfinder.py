@@ -53,3 +53,32 @@ def test_clear_errors():
         P.PathFinderTask(separation=2, dash_off=1)
     with pytest.raises(ValueError, match="path_length"):
         P.PathFinderTask(size=12, path_length=40)
+
+
+def test_balanced_images_pair_every_offset_across_labels():
+    """With balance, each endpoint offset carries as many connected as unconnected images, labels still
+    follow connectivity, and the distance shortcut falls to chance (unbalanced it does not)."""
+    from blindspots.selfpretraining import gates
+    kw = dict(size=12, path_length=8, n_distractors=1, distractor_length=4, dash_off=0, separation=2)
+    task = P.PathFinderTask(**kw, balance=True)
+    x, y = P.sample_pathfinder(1200, np.random.default_rng(3), task)
+    offsets = [P.endpoint_offset(s.reshape(12, 12)) for s in x]
+    for off in set(offsets):
+        labels = y[[o == off for o in offsets]]
+        assert labels.sum() * 2 == len(labels)
+    for seq, label in zip(x[:200], y[:200]):
+        assert P.endpoints_connected(seq.reshape(12, 12), task.link_radius) == bool(label)
+    split = lambda a, b: {"x_train": a[:900], "y_train": b[:900], "x_test": a[900:], "y_test": b[900:]}  # noqa: E731
+    balanced = gates.shortcut_accuracy("pathfinder", split(x, y))
+    raw = gates.shortcut_accuracy("pathfinder", split(*P.sample_pathfinder(1200, np.random.default_rng(3),
+                                                                              P.PathFinderTask(**kw))))
+    se = 0.5 / np.sqrt(300)
+    assert balanced < 0.5 + 3 * se < raw
+
+
+def test_balance_needs_an_even_count_and_offsets_are_symmetric():
+    with pytest.raises(ValueError, match="n must be even"):
+        P.sample_pathfinder(3, np.random.default_rng(0), P.PathFinderTask(balance=True))
+    img = np.zeros((12, 12), dtype=int)
+    img[1, 2] = img[6, 4] = P.ENDPOINT
+    assert P.endpoint_offset(img) == (2, 5) == P.endpoint_offset(img.T)

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pytest
 import torch
 
 from blindspots.selfpretraining import positional as P
@@ -67,3 +68,17 @@ def test_alibi_adds_minus_slope_times_distance_and_keeps_the_weights():
 def test_majority_accuracy():
     data = {"y_train": np.array([1, 1, 2]), "y_test": np.array([1, 0, 0, 1])}
     assert mini_lra.majority_accuracy(data) == 0.5
+
+
+def test_alibi_on_a_grid_uses_the_pixels_euclidean_distance():
+    """With alibi_grid = w, the bias between positions i and j is -lambda_h times the distance between the
+    pixels (i // w, i % w) and (j // w, j % w): pixels above each other are 1 apart, not w."""
+    from blindspots.selfpretraining.model import SelfAttention
+    attn = SelfAttention(8, 2, alibi=True, alibi_grid=3)
+    bias = attn._bias(9, "cpu", torch.float64)
+    slopes = alibi_slopes(2).double()
+    assert torch.allclose(bias[:, 0, 3], -slopes)  # (0, 0) to (1, 0)
+    assert torch.allclose(bias[:, 0, 8], -slopes * 8 ** 0.5)  # (0, 0) to (2, 2)
+    assert torch.allclose(bias[:, 2, 3], -slopes * 5 ** 0.5)  # (0, 2) to (1, 0), neighbours in reading order
+    with pytest.raises(ValueError, match="alibi_grid"):
+        ModelConfig(vocab_size=5, d_model=8, n_heads=2, alibi_grid=3)

@@ -38,8 +38,11 @@ class ListOpsTask:
     max_length: int = 200
     max_depth: int = 6
     max_args: int = 5
+    root_operators: tuple[str, ...] = OPERATORS  # a subset fixes the root's operator (the root is then never a leaf)
 
     def __post_init__(self) -> None:
+        if not self.root_operators or any(op not in OPERATORS for op in self.root_operators):
+            raise ValueError(f"root_operators must be a non-empty subset of {OPERATORS}, got {self.root_operators}")
         if self.max_args < 2:
             raise ValueError(f"max_args must be >= 2 (an operator has 2 to max_args children), got {self.max_args}")
         if self.max_depth < 1:
@@ -82,6 +85,10 @@ def feasible_lengths(max_depth: int, max_args: int, cap: int) -> set[int]:
 
 def sample_tree(rng: np.random.Generator, task: ListOpsTask, depth: int = 1):
     """One random expression: an int (leaf) or ``(operator, [children])``."""
+    if depth == 1 and tuple(task.root_operators) != OPERATORS and task.max_depth > 1:
+        op = task.root_operators[int(rng.integers(len(task.root_operators)))]
+        n_args = int(rng.integers(2, task.max_args + 1))
+        return op, [sample_tree(rng, task, 2) for _ in range(n_args)]
     if depth < task.max_depth and rng.random() >= LEAF_PROB:
         op = OPERATORS[int(rng.integers(len(OPERATORS)))]
         n_args = int(rng.integers(2, task.max_args + 1))

@@ -75,7 +75,7 @@ def arms_job(job: int, config: Mapping[str, Any],
     if missing:
         raise ValueError(f"data must hold the arrays of {task!r} and of its other source {source!r}; "
                          f"missing {missing}")
-    return {"task": task, **mini_lra.lra_seed(lra_job, config, data[task], data[source])}
+    return {"task": task, **mini_lra.lra_seed(lra_job, mini_lra.task_config(task, config), data[task], data[source])}
 
 
 def merge_arms_jobs(results: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:

@@ -41,13 +41,17 @@ ARM_LABELS: dict[str, str] = {"scratch": "scratch", "scratch_matched": "scratch,
 
 def listops_task(sizes: Mapping[str, Any]) -> listops.ListOpsTask:
     return listops.ListOpsTask(min_length=sizes["listops_min_length"], max_length=sizes["listops_max_length"],
-                               max_depth=sizes["listops_max_depth"], max_args=sizes["listops_max_args"])
+                               max_depth=sizes["listops_max_depth"], max_args=sizes["listops_max_args"],
+                               root_operators=tuple(sizes.get("listops_roots", listops.OPERATORS)))
 
 
 def pathfinder_task(sizes: Mapping[str, Any]) -> pathfinder.PathFinderTask:
     return pathfinder.PathFinderTask(size=sizes["pathfinder_size"], path_length=sizes["pathfinder_path_length"],
                                      n_distractors=sizes["pathfinder_distractors"],
-                                     distractor_length=sizes["pathfinder_distractor_length"])
+                                     distractor_length=sizes["pathfinder_distractor_length"],
+                                     dash_off=sizes.get("pathfinder_dash_off", 1),
+                                     separation=sizes.get("pathfinder_separation", 3),
+                                     balance=sizes.get("pathfinder_balance", False))
 
 
 def task_data(name: str, sizes: Mapping[str, Any], data_seed: int) -> dict[str, np.ndarray]:
@@ -60,18 +64,34 @@ def task_data(name: str, sizes: Mapping[str, Any], data_seed: int) -> dict[str, 
     if name == "listops":
         x, y, _ = listops.sample_listops(n_train + n_test, _rng(data_seed, 11), listops_task(sizes), pad_id=PAD)
     elif name == "pathfinder":
-        x, y = pathfinder.sample_pathfinder(n_train + n_test, _rng(data_seed, 13), pathfinder_task(sizes))
+        task = pathfinder_task(sizes)
+        n = n_train + n_test + (task.balance and (n_train + n_test) % 2)  # balanced images come in pairs
+        x, y = pathfinder.sample_pathfinder(n, _rng(data_seed, 13), task)
     elif name == "image":
         x_tr, y_tr, x_te, y_te = digits_seq.digit_split(n_test, _rng(data_seed, 12), sizes.get("image_upsample", 1))
         return {"x_train": x_tr[:n_train], "y_train": y_tr[:n_train], "x_test": x_te, "y_test": y_te}
     else:
         raise ValueError(f"task must be one of {TASKS}, got {name!r}")
-    return {"x_train": x[:n_train], "y_train": y[:n_train], "x_test": x[n_train:], "y_test": y[n_train:]}
+    end = n_train + n_test
+    return {"x_train": x[:n_train], "y_train": y[:n_train], "x_test": x[n_train:end], "y_test": y[n_train:end]}
 
 
 def model_config(sizes: Mapping[str, Any], n_layers: int, *, alibi: bool = False) -> ModelConfig:
+    """The encoder of every arm; with ``alibi``, the control's distance bias, on the image grid when
+    ``sizes["alibi_grid"]`` gives its row width (:func:`arms_config` sets it for PathFinder)."""
     return ModelConfig(vocab_size=VOCAB_SIZE, n_classes=N_CLASSES, d_model=sizes["d_model"], n_heads=sizes["n_heads"],
-                       n_layers=n_layers, max_len=sizes["max_len"], pad_id=PAD, cls_id=CLS, alibi=alibi)
+                       n_layers=n_layers, max_len=sizes["max_len"], pad_id=PAD, cls_id=CLS, alibi=alibi,
+                       alibi_grid=int(sizes.get("alibi_grid", 0)) if alibi else 0)
+
+
+def task_config(task: str, sizes: Mapping[str, Any]) -> dict[str, Any]:
+    """``sizes`` for one task. PathFinder's control measures distance on the image (Euclidean, in pixels), so
+    that its bias favours the pixels a curve can reach, not the neighbours in reading order; and its SPT masks
+    ``pathfinder_mlm_prob`` of the pixels where given (a short curve half masked leaves little to continue)."""
+    if task == "pathfinder":
+        return {**sizes, "alibi_grid": pathfinder_task(sizes).size,
+                "mlm_prob": sizes.get("pathfinder_mlm_prob", sizes["mlm_prob"])}
+    return dict(sizes)
 
 
 def _tensors(data: Mapping[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:

@@ -44,6 +44,7 @@ class ModelConfig:
     pad_id: int | None = None
     cls_id: int | None = None
     alibi: bool = False  # add the fixed distance bias -lambda_h |i - j| of Press et al. to each head's scores
+    alibi_grid: int = 0  # > 0: positions are pixels of rows this wide, and |i - j| is their Euclidean distance
 
     def __post_init__(self) -> None:
         if self.pooling not in POOLINGS:
@@ -67,6 +68,9 @@ class ModelConfig:
             tok = getattr(self, name)
             if tok is not None and not 0 <= tok < self.vocab_size:
                 raise ValueError(f"{name} must lie in [0, {self.vocab_size - 1}], got {tok}")
+        if self.alibi_grid < 0 or (self.alibi_grid and (not self.alibi or self.pooling == "cls")):
+            raise ValueError(f"alibi_grid must be 0, or a row width >= 1 with alibi=True and mean pooling (a CLS "
+                             f"token would shift the pixels), got {self.alibi_grid}")
         if self.pooling == "cls" and self.cls_id is None:
             raise ValueError("cls_id must be set (in [0, vocab_size)) when pooling='cls'")
 
@@ -91,10 +95,10 @@ def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
 class SelfAttention(nn.Module):
     """Multi-head self-attention with readable and hookable scores and probabilities."""
 
-    def __init__(self, d_model: int, n_heads: int, alibi: bool = False) -> None:
+    def __init__(self, d_model: int, n_heads: int, alibi: bool = False, alibi_grid: int = 0) -> None:
         super().__init__()
         self.n_heads, self.d_head = n_heads, d_model // n_heads
-        self.alibi = alibi
+        self.alibi, self.alibi_grid = alibi, alibi_grid
         # Not a state-dict entry: a model with the bias has the same tensors as one without.
         self.register_buffer("slopes", alibi_slopes(n_heads) if alibi else None, persistent=False)
         self.q_proj = nn.Linear(d_model, d_model)
@@ -113,9 +117,15 @@ class SelfAttention(nn.Module):
         return x.view(b, n, self.n_heads, self.d_head).transpose(1, 2)  # (b, h, n, d_h)
 
     def _bias(self, n: int, device, dtype) -> torch.Tensor:
-        """ALiBi's fixed score bias ``-lambda_h |i - j|``: ``(n_heads, n, n)``."""
+        """ALiBi's fixed score bias ``-lambda_h |i - j|``: ``(n_heads, n, n)``; on a grid, ``|i - j|`` is the
+        Euclidean distance between pixels ``i`` and ``j`` of rows ``alibi_grid`` wide."""
         i = torch.arange(n, device=device)
-        return -self.slopes.to(dtype)[:, None, None] * (i[:, None] - i[None, :]).abs().to(dtype)
+        if self.alibi_grid:
+            rc = torch.stack([i // self.alibi_grid, i % self.alibi_grid], 1).to(torch.float64)
+            dist = torch.cdist(rc, rc).to(dtype)
+        else:
+            dist = (i[:, None] - i[None, :]).abs().to(dtype)
+        return -self.slopes.to(dtype)[:, None, None] * dist
 
     def _observed(self) -> bool:
         """Whether anything reads or edits S or A, so they must be formed explicitly."""
@@ -152,10 +162,10 @@ class SelfAttention(nn.Module):
 class Block(nn.Module):
     """Pre-norm block: ``x + Attn(LN(x))``, then ``x + MLP(LN(x))``."""
 
-    def __init__(self, d_model: int, n_heads: int, mlp_ratio: int, alibi: bool = False) -> None:
+    def __init__(self, d_model: int, n_heads: int, mlp_ratio: int, alibi: bool = False, alibi_grid: int = 0) -> None:
         super().__init__()
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = SelfAttention(d_model, n_heads, alibi)
+        self.attn = SelfAttention(d_model, n_heads, alibi, alibi_grid)
         self.ln2 = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(),
                                  nn.Linear(mlp_ratio * d_model, d_model))
@@ -179,7 +189,7 @@ class Encoder(nn.Module):
         c = config
         self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
         self.register_buffer("positions", sinusoidal_positions(c.max_len, c.d_model), persistent=False)
-        self.blocks = nn.ModuleList(Block(c.d_model, c.n_heads, c.mlp_ratio, c.alibi) for _ in range(c.n_layers))
+        self.blocks = nn.ModuleList(Block(c.d_model, c.n_heads, c.mlp_ratio, c.alibi, c.alibi_grid) for _ in range(c.n_layers))
         self.ln_f = nn.LayerNorm(c.d_model)
         self.cls_head = nn.Linear(c.d_model, c.n_classes)
         self.mlm_head = nn.Linear(c.d_model, c.vocab_size)

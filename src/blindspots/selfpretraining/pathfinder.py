@@ -44,6 +44,7 @@ class PathFinderTask:
     dash_on: int = 2
     dash_off: int = 1
     separation: int = 3
+    balance: bool = False  # pair the labels by endpoint offset, so endpoint distances say nothing
 
     def __post_init__(self) -> None:
         if self.size < MIN_SIZE:
@@ -167,19 +168,51 @@ def endpoints_connected(image: np.ndarray, radius: int) -> bool:
     return False
 
 
+def endpoint_offset(image: np.ndarray) -> tuple[int, int]:
+    """The two endpoints' offset up to symmetry, ``(min(|dr|, |dc|), max(|dr|, |dc|))``: every Euclidean or
+    Chebyshev distance between them is a function of it."""
+    ends = np.argwhere(np.asarray(image) == ENDPOINT)
+    if len(ends) != 2:
+        raise ValueError(f"image must have exactly two endpoint pixels, got {len(ends)}")
+    dr, dc = (int(v) for v in np.abs(ends[0] - ends[1]))
+    return min(dr, dc), max(dr, dc)
+
+
 def sample_pathfinder(n: int, rng: np.random.Generator, task: PathFinderTask = PathFinderTask()
                       ) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` distinct images as row-major sequences ``(n, size ** 2)`` and their labels (balanced in law)."""
+    """``n`` distinct images as row-major sequences ``(n, size ** 2)`` and their labels (balanced in law).
+
+    With ``task.balance``, images come in pairs, one of each label with the same :func:`endpoint_offset`
+    (an image waits until one of the other label and its offset is drawn; ``n`` must be even). So every
+    offset carries as many connected as unconnected images, and no function of the endpoints' distance
+    beats chance: the label must be read from the curves. The pairs are then shuffled.
+    """
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
+    if task.balance and n % 2:
+        raise ValueError(f"n must be even when task.balance is set (images come in pairs), got {n}")
     seen: set[bytes] = set()
     seqs, labels = [], []
+    waiting: dict[tuple[int, int, int], list[np.ndarray]] = {}  # (label, offset) -> images not yet paired
     while len(seqs) < n:
         image, label = sample_image(rng, task)
         key = image.tobytes()
         if key in seen:
             continue
         seen.add(key)
-        seqs.append(image.reshape(-1))
-        labels.append(label)
-    return np.stack(seqs), np.array(labels, dtype=np.int64)
+        if not task.balance:
+            seqs.append(image.reshape(-1))
+            labels.append(label)
+            continue
+        offset = endpoint_offset(image)
+        partners = waiting.get((1 - label, *offset))
+        if partners:
+            seqs += [image.reshape(-1), partners.pop(0).reshape(-1)]
+            labels += [label, 1 - label]
+        else:
+            waiting.setdefault((label, *offset), []).append(image)
+    seqs, labels = np.stack(seqs), np.array(labels, dtype=np.int64)
+    if task.balance:
+        order = rng.permutation(n)
+        seqs, labels = seqs[order], labels[order]
+    return seqs, labels

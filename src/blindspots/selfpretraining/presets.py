@@ -51,28 +51,37 @@ PRESETS: dict = {
 # Mini Long Range Arena (chapters 04-05). One vocabulary and max_len for all tasks (cross-task SPT).
 # SPT length and every checkpoint are counted in optimiser steps (spt_steps, spt_checkpoints).
 _LRA_MODEL = {"d_model": 32, "n_heads": 2, "max_len": 256, "torch_threads": 1, **_TRAIN}
-_LISTOPS_BOOK = {"listops_min_length": 40, "listops_max_length": 120, "listops_max_depth": 6, "listops_max_args": 6}
-_PF_BOOK = {"pathfinder_size": 16, "pathfinder_path_length": 14, "pathfinder_distractors": 2,
-            "pathfinder_distractor_length": 5}
+# The tasks are designed so that their shortcuts say little (pilots: one seed, 2000 SPT and 2000 label steps, one
+# layer, 10000/2000 examples, on a 2-core Intel Xeon). ListOps: depth 3, up to 6 arguments, 10-60 tokens; root
+# operator + token counts score 0.387, scratch 0.425, SPT + fine-tune 0.450, ALiBi scratch 0.417, and SPT's
+# held-out masked loss ends 0.50 nats below the unigram entropy (the book's earlier depth-6 window of 40-120
+# tokens never left its plateau). PathFinder: 12x12, undashed curves of 5 pixels and 3 distractors of 4, the
+# labels paired by endpoint offset (pathfinder.sample_pathfinder with balance), so the endpoint-distance
+# shortcut is at chance (0.48); SPT masks 15 % of its pixels (at half, most of a 5-pixel curve is hidden), and
+# its masked loss ended 0.058 nats below the entropy, short of the 0.1 gate; SPT + fine-tune 0.60, scratch
+# and the 2-D ALiBi control stuck at one label. The unbalanced 16x16 dashed images let the endpoint distance
+# predict the label at 0.71-0.79.
+_LISTOPS_BOOK = {"listops_min_length": 10, "listops_max_length": 60, "listops_max_depth": 3, "listops_max_args": 6}
+_PF_BOOK = {"pathfinder_size": 12, "pathfinder_path_length": 5, "pathfinder_distractors": 3,
+            "pathfinder_distractor_length": 4, "pathfinder_dash_off": 0, "pathfinder_separation": 2,
+            "pathfinder_balance": True, "pathfinder_mlm_prob": 0.15}
 _EVERY_ARM = ["scratch", "scratch_matched", "spt", "qk_only", "other_source", "alibi"]  # def-sp-mini-lra-arms
-_LRA_SMOKE = {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "listops_min_length": 20, "listops_max_length": 60,
+_LRA_SMOKE = {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK,
               "n_train": 64, "n_test": 40, "seeds": 2, "spt_steps": 4, "label_steps": 4, "depths": [1],
               "spt_checkpoints": [], "arms": _EVERY_ARM, "deep_arms": ["scratch", "spt"], "n_jobs": 1}
 # Chapter 04: every arm on the three tasks, a task x depth table computed once. Book scale fits 4 minutes on
 # 2 cores (one layer, short runs: its gates are shown, not claimed); full scale is sized for 2 CPU cores.
-# Book scale takes 80 SPT and 80 label steps. On two idle cores, a seed of the three tasks took 63 s of CPU
-# time with 100 of each (PathFinder 38 s) and 56 s with 80; drawing the data takes 24 s (PathFinder's images),
-# so 100 steps would put the chapter at about 190 s, too close to its 200 s.
-# Full scale: one layer, 1500 SPT and 1500 label steps, 8 seeds: about 13,500 optimiser steps per task and seed
-# at about 23 ms each (book-scale step times, data included), some 60-65 minutes on 2 idle cores (estimated, not
-# run). Two layers with every arm would take over two hours on 2 cores; depth is chapter 03's, on the walk task.
+# A seed runs 6 T_lab + 3 T_SPT optimiser steps per task, at about 8 ms each on ListOps and the digits and 20 ms
+# on PathFinder (one thread of a 2-core Intel Xeon). Book scale: 200 of each, 5 seeds, about 3 minutes.
+# Full scale: one layer, 2000 SPT and 2000 label steps, 8 seeds, 10000/2000 examples: some 45 minutes on 2 cores.
+# Two layers with every arm would double PathFinder's share; depth is chapter 03's, on the walk task.
 PRESETS["selfpretraining/04_mini_lra_arms"] = {
     "smoke": {**_LRA_SMOKE, "tasks": ["listops", "image", "pathfinder"]},
     "book": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "tasks": ["listops", "image", "pathfinder"],
-             "n_train": 2000, "n_test": 297, "seeds": 5, "spt_steps": 80, "label_steps": 80, "depths": [1],
+             "n_train": 2000, "n_test": 297, "seeds": 5, "spt_steps": 200, "label_steps": 200, "depths": [1],
              "spt_checkpoints": [], "arms": _EVERY_ARM, "deep_arms": ["scratch", "spt"], "n_jobs": 2},
     "full": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "tasks": ["listops", "image", "pathfinder"],
-             "n_train": 10000, "n_test": 2000, "seeds": 8, "spt_steps": 1500, "label_steps": 1500, "depths": [1],
+             "n_train": 10000, "n_test": 2000, "seeds": 8, "spt_steps": 2000, "label_steps": 2000, "depths": [1],
              "spt_checkpoints": [], "arms": _EVERY_ARM, "deep_arms": ["scratch", "spt"], "n_jobs": 2},
 }
 # Chapter 05: the pretraining-length sweep in optimiser steps, scratch (0 steps) and SPT stopped at each
