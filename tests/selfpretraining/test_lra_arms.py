@@ -281,3 +281,13 @@ def test_balanced_pathfinder_split_keeps_the_asked_sizes():
     sizes = {**TINY, **PF, "pathfinder_balance": True, "n_train": 24, "n_test": 9}
     d = mini_lra.task_data("pathfinder", sizes, 0)
     assert len(d["x_train"]) == 24 and len(d["x_test"]) == 9
+
+
+@pytest.mark.parametrize("chapter", ["selfpretraining/04_mini_lra_arms", "selfpretraining/05_spt_length"])
+@pytest.mark.parametrize("scale", ["smoke", "book", "full"])
+def test_every_preset_splits_the_digits(chapter, scale):
+    """The digits hold 1797 images: every preset's test split of them must leave a training split."""
+    from blindspots.selfpretraining import presets
+    sizes = presets.PRESETS[chapter][scale]
+    d = mini_lra.task_data("image", sizes, 0)
+    assert len(d["x_test"]) == sizes.get("image_n_test", sizes["n_test"]) and len(d["x_train"]) > 0

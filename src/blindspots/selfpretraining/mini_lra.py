@@ -58,7 +58,8 @@ def task_data(name: str, sizes: Mapping[str, Any], data_seed: int) -> dict[str, 
     """Training and test inputs and labels of one task (numpy, shared vocabulary), from ``data_seed``.
 
     ListOps and PathFinder draw ``n_train + n_test`` distinct examples in one pass and split them, so no
-    example is in both splits; the image task splits the 1797 bundled digits (``n_train`` is capped by it).
+    example is in both splits; the image task splits the 1797 bundled digits (``n_train`` is capped by it), its
+    test split ``image_n_test`` digits where given.
     """
     n_train, n_test = sizes["n_train"], sizes["n_test"]
     if name == "listops":
@@ -68,6 +69,7 @@ def task_data(name: str, sizes: Mapping[str, Any], data_seed: int) -> dict[str, 
         n = n_train + n_test + (task.balance and (n_train + n_test) % 2)  # balanced images come in pairs
         x, y = pathfinder.sample_pathfinder(n, _rng(data_seed, 13), task)
     elif name == "image":
+        n_test = sizes.get("image_n_test", n_test)  # the 1797 digits cap both splits
         x_tr, y_tr, x_te, y_te = digits_seq.digit_split(n_test, _rng(data_seed, 12), sizes.get("image_upsample", 1))
         return {"x_train": x_tr[:n_train], "y_train": y_tr[:n_train], "x_test": x_te, "y_test": y_te}
     else:

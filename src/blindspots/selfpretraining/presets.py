@@ -73,7 +73,8 @@ _LRA_SMOKE = {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK,
 # 2 cores (one layer, short runs: its gates are shown, not claimed); full scale is sized for 2 CPU cores.
 # A seed runs 6 T_lab + 3 T_SPT optimiser steps per task, at about 8 ms each on ListOps and the digits and 20 ms
 # on PathFinder (one thread of a 2-core Intel Xeon). Book scale: 200 of each, 5 seeds, about 3 minutes.
-# Full scale: one layer, 2000 SPT and 2000 label steps, 8 seeds, 10000/2000 examples: some 45 minutes on 2 cores.
+# Full scale: one layer, 2000 SPT and 2000 label steps, 8 seeds, 10000/2000 examples (the digits: 1200/597, all
+# there are): some 45 minutes on 2 cores.
 # Two layers with every arm would double PathFinder's share; depth is chapter 03's, on the walk task.
 PRESETS["selfpretraining/04_mini_lra_arms"] = {
     "smoke": {**_LRA_SMOKE, "tasks": ["listops", "image", "pathfinder"]},
@@ -81,7 +82,8 @@ PRESETS["selfpretraining/04_mini_lra_arms"] = {
              "n_train": 2000, "n_test": 297, "seeds": 5, "spt_steps": 200, "label_steps": 200, "depths": [1],
              "spt_checkpoints": [], "arms": _EVERY_ARM, "deep_arms": ["scratch", "spt"], "n_jobs": 2},
     "full": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "tasks": ["listops", "image", "pathfinder"],
-             "n_train": 10000, "n_test": 2000, "seeds": 8, "spt_steps": 2000, "label_steps": 2000, "depths": [1],
+             "n_train": 10000, "n_test": 2000, "image_n_test": 597, "seeds": 8, "spt_steps": 2000,
+             "label_steps": 2000, "depths": [1],
              "spt_checkpoints": [], "arms": _EVERY_ARM, "deep_arms": ["scratch", "spt"], "n_jobs": 2},
 }
 # Chapter 05: the pretraining-length sweep in optimiser steps, scratch (0 steps) and SPT stopped at each
@@ -97,6 +99,6 @@ PRESETS["selfpretraining/05_spt_length"] = {
              "arms": ["scratch", "spt"], "deep_arms": ["scratch", "spt"], "n_train": 2000, "n_test": 297, "seeds": 5,
              "spt_steps": 1000, "spt_checkpoints": [100, 300], "label_steps": 150, "depths": [1], "n_jobs": 2},
     "full": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "tasks": ["listops", "image", "pathfinder"],
-             "arms": ["scratch", "spt"], "deep_arms": ["scratch", "spt"], "n_train": 10000, "n_test": 2000, "seeds": 8,
-             "spt_steps": 3000, "spt_checkpoints": [100, 300, 1000], "label_steps": 2000, "depths": [1], "n_jobs": 2},
+             "arms": ["scratch", "spt"], "deep_arms": ["scratch", "spt"], "n_train": 10000, "n_test": 2000, "image_n_test": 597,
+             "seeds": 8, "spt_steps": 3000, "spt_checkpoints": [100, 300, 1000], "label_steps": 2000, "depths": [1], "n_jobs": 2},
 }
