@@ -179,6 +179,16 @@ _L.apply_operator = lambda op, values: (int(_np.floor(_np.median(values) + 0.5))
     Mutant("sp-lra-pathfinder-label-noise", NB04_ARMS, "pathfinder-labels-match-connectivity",
            "the PathFinder generator flips one label in ten (a label not tied to the marked ends)",
            patch=_PF_LABEL_NOISE),
+    Mutant("sp-lra-pathfinder-paired-by-row-offset", NB04_ARMS, "pathfinder-labels-paired-by-offset",
+           "the PathFinder generator pairs the labels by the endpoints' row offset alone, so the column offset "
+           "(and the distance) still tells connected from unconnected",
+           patch="""from blindspots.selfpretraining import pathfinder as _P
+import numpy as _np
+def _row_offset(image):
+    ends = _np.argwhere(_np.asarray(image) == _P.ENDPOINT)
+    return 0, int(abs(ends[0][0] - ends[1][0]))
+_P.endpoint_offset = _row_offset
+"""),
     Mutant("sp-qk-hybrid-copies-values", NB04_ARMS, "qk-hybrid-copies-every-layer",
            "the QK-only hybrid copies the whole attention (W_V and the output map too), not W_Q, W_K alone",
            patch=_QK_VALUES),

@@ -291,3 +291,11 @@ def test_every_preset_splits_the_digits(chapter, scale):
     sizes = presets.PRESETS[chapter][scale]
     d = mini_lra.task_data("image", sizes, 0)
     assert len(d["x_test"]) == sizes.get("image_n_test", sizes["n_test"]) and len(d["x_train"]) > 0
+
+
+def test_offset_imbalance_reads_the_pairing():
+    sizes = {**TINY, **PF, "n_train": 60, "n_test": 20}
+    paired = mini_lra.task_data("pathfinder", {**sizes, "pathfinder_balance": True}, 0)
+    assert lra_arms.offset_imbalance(paired) == 0
+    unpaired = mini_lra.task_data("pathfinder", sizes, 0)
+    assert lra_arms.offset_imbalance(unpaired) >= 2

@@ -140,6 +140,22 @@ def pathfinder_mismatches(data: Mapping[str, np.ndarray], sizes: Mapping[str, An
                for part in ("train", "test") for x, y in zip(data[f"x_{part}"], data[f"y_{part}"]))
 
 
+def offset_imbalance(data: Mapping[str, np.ndarray]) -> int:
+    """The largest difference, over endpoint offsets, between the numbers of connected and unconnected
+    PathFinder images (both splits together). The offset is read from the token positions here, apart from
+    the generator's :func:`.pathfinder.endpoint_offset`, so a generator that pairs by a wrong key shows."""
+    x = np.concatenate([data["x_train"], data["x_test"]])
+    y = np.concatenate([data["y_train"], data["y_test"]])
+    side = int(round(np.sqrt(x.shape[1])))
+    counts: dict[tuple[int, int], int] = {}
+    for row, label in zip(x, y):
+        a, b = np.flatnonzero(row == 2)
+        dr, dc = abs(a // side - b // side), abs(a % side - b % side)
+        key = (min(dr, dc), max(dr, dc))
+        counts[key] = counts.get(key, 0) + (1 if label else -1)
+    return max(abs(v) for v in counts.values())
+
+
 def train_test_overlap(data: Mapping[str, np.ndarray]) -> int:
     """How many test sequences also appear in the training split."""
     train = {r.tobytes() for r in np.ascontiguousarray(data["x_train"])}
