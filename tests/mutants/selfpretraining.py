@@ -114,9 +114,19 @@ _G.label_score_gradients = lambda m, x, y: ([g - _G.row_shared_part(g) for g in 
     Mutant("sp-qk-score-slope-2.05", NB01, "qk-score-change-slope",
            "a wrong power law for the score change: slope 2.05 instead of 2",
            patch=_G + "_G.QK_SLOPES['score_change'] = 2.05\n"),
-    Mutant("sp-warm-label-for-recon", NB01, "warm-recon-points-to-proximity",
-           "the label-warmed model's gradient in place of the reconstruction-warmed one",
-           unit=UNIT + "test_warm_recon_claim_fails_for_the_label_gradient"),
+    Mutant("sp-recon-loss-on-visible-tokens", NB01, "warm-recon-points-to-proximity",
+           "the reconstruction loss is taken on the visible tokens (targets where the mask is not), so the model "
+           "learns to copy its input and needs no neighbour",
+           patch="""from blindspots.selfpretraining import masking as _M
+import torch as _torch
+def _visible_targets(tokens, *, mask_id, mlm_prob=0.5, pad_id=None, generator=None):
+    p = _M.check_mlm_prob(mlm_prob)
+    masked = _torch.rand(tokens.shape, generator=generator, device=tokens.device) < p
+    keep = ~masked if pad_id is None else ~masked & tokens.ne(pad_id)
+    inputs = _torch.where(masked, _torch.full_like(tokens, mask_id), tokens)
+    return inputs, _torch.where(keep, tokens, _torch.full_like(tokens, _M.IGNORE))
+_M.mask_tokens = _visible_targets
+""", scale="book"),
     # --- chapter 02
     Mutant("sp-counts-leak-label", NB02, "bag-of-tokens-at-chance",
            "a task whose noise rate depends on the label, so that token counts carry it (the reversal symmetry broken)",
