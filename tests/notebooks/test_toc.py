@@ -50,3 +50,13 @@ def test_notebook_layout(nb):
     checked = [c for c in code if "".join(c["source"]).startswith("# NBVAL_CHECK_OUTPUT")]
     assert checked, "at least one claims cell carries # NBVAL_CHECK_OUTPUT"
     assert any("run.report()" in "".join(c["source"]) for c in code[-2:]), "end with run.report()"
+
+
+@pytest.mark.parametrize("nb", toc_notebooks())
+def test_chapter_title_is_plain_text(nb):
+    """A chapter's title appears as plain text in the sidebar and in every {doc} reference (the verification
+    report, the status page), where TeX would show raw: no $ or backslash in the first heading."""
+    cells = json.loads((ROOT / nb).read_text())["cells"]
+    title = next(line for c in cells if c["cell_type"] == "markdown"
+                 for line in "".join(c["source"]).splitlines() if line.startswith("# "))
+    assert "$" not in title and "\\" not in title, f"{nb}: title {title!r} holds TeX"
