@@ -67,7 +67,7 @@ _PF_BOOK = {"pathfinder_size": 12, "pathfinder_path_length": 5, "pathfinder_dist
             "pathfinder_balance": True, "pathfinder_mlm_prob": 0.15}
 _EVERY_ARM = ["scratch", "scratch_matched", "spt", "qk_only", "other_source", "alibi"]  # def-sp-mini-lra-arms
 _LRA_SMOKE = {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK,
-              "n_train": 64, "n_test": 40, "seeds": 2, "spt_steps": 4, "label_steps": 4, "depths": [1],
+              "n_train": 64, "n_test": 40, "image_n_test": 40, "seeds": 2, "spt_steps": 4, "label_steps": 4, "depths": [1],
               "spt_checkpoints": [], "arms": _EVERY_ARM, "deep_arms": ["scratch", "spt"], "n_jobs": 1}
 # Chapter 04: every arm on the three tasks, a task x depth table computed once. Book scale fits 4 minutes on
 # 2 cores (one layer, short runs: its gates are shown, not claimed); full scale is sized for 2 CPU cores.
@@ -79,7 +79,7 @@ _LRA_SMOKE = {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK,
 PRESETS["selfpretraining/04_mini_lra_arms"] = {
     "smoke": {**_LRA_SMOKE, "tasks": ["listops", "image", "pathfinder"]},
     "book": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "tasks": ["listops", "image", "pathfinder"],
-             "n_train": 2000, "n_test": 297, "seeds": 5, "spt_steps": 200, "label_steps": 200, "depths": [1],
+             "n_train": 2000, "n_test": 297, "image_n_test": 297, "seeds": 5, "spt_steps": 200, "label_steps": 200, "depths": [1],
              "spt_checkpoints": [], "arms": _EVERY_ARM, "deep_arms": ["scratch", "spt"], "n_jobs": 2},
     "full": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "tasks": ["listops", "image", "pathfinder"],
              "n_train": 10000, "n_test": 2000, "image_n_test": 597, "seeds": 8, "spt_steps": 2000,
@@ -96,8 +96,8 @@ PRESETS["selfpretraining/05_spt_length"] = {
     # Book: ListOps and the digits only. PathFinder's 144-token SPT costs about as much as the other two together
     # (about 20 ms a step against 8) and stayed at one label at 200 label steps in chapter 04.
     "book": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "tasks": ["listops", "image"],
-             "arms": ["scratch", "spt"], "deep_arms": ["scratch", "spt"], "n_train": 2000, "n_test": 297, "seeds": 5,
-             "spt_steps": 1000, "spt_checkpoints": [100, 300], "label_steps": 150, "depths": [1], "n_jobs": 2},
+             "arms": ["scratch", "spt"], "deep_arms": ["scratch", "spt"], "n_train": 2000, "n_test": 297, "image_n_test": 297,
+             "seeds": 5, "spt_steps": 1000, "spt_checkpoints": [100, 300], "label_steps": 150, "depths": [1], "n_jobs": 2},
     "full": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "tasks": ["listops", "image", "pathfinder"],
              "arms": ["scratch", "spt"], "deep_arms": ["scratch", "spt"], "n_train": 10000, "n_test": 2000, "image_n_test": 597,
              "seeds": 8, "spt_steps": 3000, "spt_checkpoints": [100, 300, 1000], "label_steps": 2000, "depths": [1], "n_jobs": 2},
