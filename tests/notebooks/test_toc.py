@@ -60,3 +60,12 @@ def test_chapter_title_is_plain_text(nb):
     title = next(line for c in cells if c["cell_type"] == "markdown"
                  for line in "".join(c["source"]).splitlines() if line.startswith("# "))
     assert "$" not in title and "\\" not in title, f"{nb}: title {title!r} holds TeX"
+
+
+@pytest.mark.parametrize("nb", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "results" / "full").glob("*/*.ipynb")))
+def test_full_scale_title_is_plain_text(nb):
+    """The appendix copies carry their chapter's title ('Full scale: ...'), shown in the appendix table."""
+    cells = json.loads((ROOT / nb).read_text())["cells"]
+    titles = [line for c in cells if c["cell_type"] == "markdown"
+              for line in "".join(c["source"]).splitlines() if line.startswith("# ")]
+    assert titles and "$" not in titles[0] and "\\" not in titles[0], f"{nb}: title {titles[:1]!r} holds TeX"
