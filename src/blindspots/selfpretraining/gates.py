@@ -199,6 +199,18 @@ def _side(x: np.ndarray) -> int:
     return side
 
 
+def endpoint_offsets(x: np.ndarray) -> np.ndarray:
+    """``(|row difference|, |column difference|)`` of the two endpoints (token 2) of each PathFinder image, read
+    from the token positions of the row-major sequences ``x``: ``(n, 2)`` ints."""
+    x = np.asarray(x)
+    side = _side(x)
+    counts = (x == 2).sum(1)
+    if (counts != 2).any():
+        raise ValueError(f"a PathFinder image must hold exactly two endpoints (token 2), got {int(counts[counts != 2][0])}")
+    ends = np.nonzero(x == 2)[1].reshape(-1, 2)  # positions, two per row, in row order
+    return np.abs(np.stack([ends[:, 0] // side - ends[:, 1] // side, ends[:, 0] % side - ends[:, 1] % side], 1))
+
+
 def shortcut_features(task: str, x: np.ndarray, *, pad_id: int = 16, n_content: int = 16) -> np.ndarray:
     """The features a linear model would use instead of the task, one row per sequence.
 
@@ -219,13 +231,9 @@ def shortcut_features(task: str, x: np.ndarray, *, pad_id: int = 16, n_content: 
     if task == "pathfinder":
         side = _side(x)
         feats = []
-        for row in x:
-            ends = np.flatnonzero(row == 2)
-            if ends.size != 2:
-                raise ValueError(f"a PathFinder image must hold exactly two endpoints (token 2), got {ends.size}")
-            (r0, c0), (r1, c1) = divmod(int(ends[0]), side), divmod(int(ends[1]), side)
-            cheb = max(abs(r0 - r1), abs(c0 - c1))
-            feats.append([math.hypot(r0 - r1, c0 - c1), cheb, *np.eye(side)[min(cheb, side - 1)]])
+        for dr, dc in endpoint_offsets(x):
+            cheb = max(dr, dc)
+            feats.append([math.hypot(dr, dc), cheb, *np.eye(side)[min(cheb, side - 1)]])
         return np.array(feats, dtype=float)
     raise ValueError(f"task must be one of ('listops', 'image', 'pathfinder'), got {task!r}")
 

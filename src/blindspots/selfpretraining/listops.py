@@ -85,6 +85,8 @@ def feasible_lengths(max_depth: int, max_args: int, cap: int) -> set[int]:
 
 def sample_tree(rng: np.random.Generator, task: ListOpsTask, depth: int = 1):
     """One random expression: an int (leaf) or ``(operator, [children])``."""
+    # A restricted root is always an operator; the default keeps LRA's law (and its random stream), whose leaf
+    # roots the length window rejects.
     if depth == 1 and tuple(task.root_operators) != OPERATORS and task.max_depth > 1:
         op = task.root_operators[int(rng.integers(len(task.root_operators)))]
         n_args = int(rng.integers(2, task.max_args + 1))

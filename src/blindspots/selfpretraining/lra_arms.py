@@ -75,7 +75,8 @@ def arms_job(job: int, config: Mapping[str, Any],
     if missing:
         raise ValueError(f"data must hold the arrays of {task!r} and of its other source {source!r}; "
                          f"missing {missing}")
-    return {"task": task, **mini_lra.lra_seed(lra_job, mini_lra.task_config(task, config), data[task], data[source])}
+    config = mini_lra.task_config(task, config)
+    return {"task": task, **mini_lra.lra_seed(lra_job, config, data[task], data[source])}
 
 
 def merge_arms_jobs(results: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -142,18 +143,13 @@ def pathfinder_mismatches(data: Mapping[str, np.ndarray], sizes: Mapping[str, An
 
 def offset_imbalance(data: Mapping[str, np.ndarray]) -> int:
     """The largest difference, over endpoint offsets, between the numbers of connected and unconnected
-    PathFinder images (both splits together). The offset is read from the token positions here, apart from
-    the generator's :func:`.pathfinder.endpoint_offset`, so a generator that pairs by a wrong key shows."""
-    x = np.concatenate([data["x_train"], data["x_test"]])
-    y = np.concatenate([data["y_train"], data["y_test"]])
-    side = int(round(np.sqrt(x.shape[1])))
-    counts: dict[tuple[int, int], int] = {}
-    for row, label in zip(x, y):
-        a, b = np.flatnonzero(row == 2)
-        dr, dc = abs(a // side - b // side), abs(a % side - b % side)
-        key = (min(dr, dc), max(dr, dc))
-        counts[key] = counts.get(key, 0) + (1 if label else -1)
-    return max(abs(v) for v in counts.values())
+    PathFinder images (both splits together). The offset is read from the token positions
+    (:func:`.gates.endpoint_offsets`), apart from the generator's :func:`.pathfinder.endpoint_offset`, so a
+    generator that pairs by a wrong key shows."""
+    offsets = np.sort(gates.endpoint_offsets(np.concatenate([data["x_train"], data["x_test"]])), axis=1)
+    signs = np.where(np.concatenate([data["y_train"], data["y_test"]]) == 1, 1, -1)
+    _, group = np.unique(offsets, axis=0, return_inverse=True)
+    return int(np.abs(np.bincount(group.ravel(), weights=signs)).max())
 
 
 def train_test_overlap(data: Mapping[str, np.ndarray]) -> int:

@@ -46,12 +46,10 @@ def listops_task(sizes: Mapping[str, Any]) -> listops.ListOpsTask:
 
 
 def pathfinder_task(sizes: Mapping[str, Any]) -> pathfinder.PathFinderTask:
+    optional = {f: sizes[f"pathfinder_{f}"] for f in ("dash_off", "separation", "balance") if f"pathfinder_{f}" in sizes}
     return pathfinder.PathFinderTask(size=sizes["pathfinder_size"], path_length=sizes["pathfinder_path_length"],
                                      n_distractors=sizes["pathfinder_distractors"],
-                                     distractor_length=sizes["pathfinder_distractor_length"],
-                                     dash_off=sizes.get("pathfinder_dash_off", 1),
-                                     separation=sizes.get("pathfinder_separation", 3),
-                                     balance=sizes.get("pathfinder_balance", False))
+                                     distractor_length=sizes["pathfinder_distractor_length"], **optional)
 
 
 def task_data(name: str, sizes: Mapping[str, Any], data_seed: int) -> dict[str, np.ndarray]:
@@ -80,7 +78,7 @@ def task_data(name: str, sizes: Mapping[str, Any], data_seed: int) -> dict[str, 
 
 def model_config(sizes: Mapping[str, Any], n_layers: int, *, alibi: bool = False) -> ModelConfig:
     """The encoder of every arm; with ``alibi``, the control's distance bias, on the image grid when
-    ``sizes["alibi_grid"]`` gives its row width (:func:`arms_config` sets it for PathFinder)."""
+    ``sizes["alibi_grid"]`` gives its row width (:func:`task_config` sets it for PathFinder)."""
     return ModelConfig(vocab_size=VOCAB_SIZE, n_classes=N_CLASSES, d_model=sizes["d_model"], n_heads=sizes["n_heads"],
                        n_layers=n_layers, max_len=sizes["max_len"], pad_id=PAD, cls_id=CLS, alibi=alibi,
                        alibi_grid=int(sizes.get("alibi_grid", 0)) if alibi else 0)

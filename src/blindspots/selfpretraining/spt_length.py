@@ -73,7 +73,8 @@ def sweep_job(job: int, config: Mapping[str, Any], data: Mapping[str, Mapping[st
     if not 0 <= index < len(tasks):
         raise ValueError(f"job must be 10000 * (task index in [0, {len(tasks)})) + lra_seed's id, got {job}")
     task = tasks[index]
-    out = mini_lra.lra_seed(int(job) % _TASK_JOB, mini_lra.task_config(task, config), data[task], data[task])  # no other-source arm
+    config = mini_lra.task_config(task, config)
+    out = mini_lra.lra_seed(int(job) % _TASK_JOB, config, data[task], data[task])  # no other-source arm
     out["task"] = task
     return out
 
