@@ -246,15 +246,4 @@ MUTANTS += [
            "the exact U(k) of the Markov control summed over strings of k + 1 tokens (off by one)",
            patch="import blindspots.masked.residual as _r\n_orig = _r.markov_exact_uncertainty\n"
                  "_r.markov_exact_uncertainty = lambda pair, k: _orig(pair, k + 1)\n"),
-    Mutant("masked-08-tokenizer-per-mode", _NB08, "low-k-floor",
-           "label leak through the tokenizer: token ids assigned per corpus (in order of first appearance), so the "
-           "same byte gets a different id in each mode",
-           patch="import numpy as _np\nimport blindspots.masked.corpora as _c\n_orig = _c.document_windows\n"
-                 "def _per_mode(docs, length, per_doc, rng):\n"
-                 "    w, owner = _orig(docs, length, per_doc, rng)\n"
-                 "    values, first = _np.unique(w.ravel(), return_index=True)\n"
-                 "    ids = _np.zeros(256, dtype=_np.uint8)\n"
-                 "    ids[values[_np.argsort(first)]] = _np.arange(values.size)\n"
-                 "    return ids[w], owner\n"
-                 "_c.document_windows = _per_mode\n"),
 ]
