@@ -568,7 +568,7 @@ def _log_D_from_table(tab: PosteriorTable, lam: np.ndarray, prune: bool) -> np.n
         return out
     d = delta[nz]
     if prune and base.size > 64:
-        # g(beta, delta) lies between g(1, delta) and g(0, delta) (monotone in beta), and
+        # g(omega, t) lies between g(1, t) and g(0, t) (monotone in omega; t = delta here), and
         # max(g0, g1) / min(g0, g1) = (e^x - 1 - x) / (e^-x - 1 + x) <= e^x with x = |delta|,
         # so log g varies by at most |delta| over the table. (Evaluating the two logs
         # directly cancels to log 0 once |delta| ~ 1e-16.)
