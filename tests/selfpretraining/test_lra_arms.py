@@ -67,15 +67,42 @@ def test_arms_job_runs_lra_seed_on_its_task_with_the_other_source():
 
 def test_merge_groups_by_task_and_unites_the_halves():
     spt_half = {"group": 1, "spt_loss": [1.0], "rows": {"spt": 0.5}, "n_predicted": {"spt": 2},
-                "masked_loss": {"spt": 1.0}}
+                "masked_loss": {"spt": 1.0}, "label_loss": {"spt": [0.9, 0.7]}}
     rest = {"group": 2, "spt_loss": None, "rows": {"scratch": 0.4}, "n_predicted": {"scratch": 3},
-            "masked_loss": {}}
+            "masked_loss": {}, "label_loss": {"scratch": [2.3, 2.2]}}
     halves = [{"task": t, "layers": 1, "seed": 0, "cpu_s": 1.0, "diag": {}, **half}
               for t in ("image", "listops") for half in (rest, spt_half)]
     merged = lra_arms.merge_arms_jobs(halves)
     assert list(merged) == ["image", "listops"]
     assert merged["listops"][0]["rows"] == {"scratch": 0.4, "spt": 0.5}
     assert merged["listops"][0]["cpu_s"] == 2.0
+    assert merged["listops"][0]["label_loss"] == {"scratch": [2.3, 2.2], "spt": [0.9, 0.7]}  # in the rows' order
+
+
+def test_lra_seed_keeps_every_arms_label_loss_curve():
+    data = {t: mini_lra.task_data(t, TINY, 0) for t in ("listops", "image")}
+    config = {**TINY, "label_steps": 12, "arms": ["scratch", "scratch_matched", "spt", "qk_only"]}
+    r = mini_lra.lra_seed(101, config, data["listops"], data["image"])
+    assert set(r["label_loss"]) == set(r["rows"]) == set(config["arms"])
+    assert len(r["label_loss"]["scratch"]) == 12 and len(r["label_loss"]["scratch_matched"]) == 12 + TINY["spt_steps"]
+    curve = np.asarray(r["label_loss"]["spt"])
+    assert np.all(curve[1:10] == curve[0]) and curve[10] != curve[0]  # read at steps 0 and 10, repeated between
+    assert np.all(np.isfinite(curve)) and curve.min() > 0
+
+
+def test_label_loss_figure_draws_every_arm_and_the_label_entropy():
+    import matplotlib
+    matplotlib.use("Agg")
+    recs = [{**_record(s, {"scratch": 0.3, "spt": 0.5}), "label_loss": {"scratch": [2.3] * 25, "spt": [1.0] * 25}}
+            for s in (0, 1)]
+    data = {"listops": {**DATA["listops"], "y_train": np.repeat(np.arange(5), 2)}}  # entropy ln 5
+    fig, axes = lra_arms.label_loss_figure({"listops": recs}, data)
+    lines = axes[0][0].get_lines()
+    assert any(np.allclose(ln.get_ydata(), math.log(5)) for ln in lines)
+    assert {ln.get_label() for ln in lines} >= {lra_arms.arm_label("scratch"), lra_arms.arm_label("spt")}
+    assert np.array_equal(lines[0].get_xdata(), [1, 11, 21, 25])  # the steps whose loss was read, 1-based
+    with pytest.raises(ValueError, match="label loss curves of \\['alibi'\\]"):
+        lra_arms.label_loss_figure({"listops": recs}, data, arms=["scratch", "alibi"])
 
 
 def test_at_depth_and_accuracies_follow_the_seeds():

@@ -12,7 +12,8 @@ them, once, what its tables say:
   comparison, written before the runs), whose verdicts :func:`.gates.comparison_table` computes;
 - the check that the QK-only hybrid copied W_Q, b_Q, W_K, b_K of every layer and nothing else
   (:func:`qk_copy_shortfall`);
-- the figures: SPT's loss against the unigram entropy, and each arm's accuracy against the shortcut.
+- the figures: SPT's loss against the unigram entropy, each arm's label loss against the label entropy, and
+  each arm's accuracy against the shortcut.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from . import gates, mini_lra
+from . import gates, mini_lra, train
 
 #: The primary comparison of every task, fixed before the runs: SPT + fine-tune against scratch given the
 #: same total number of optimiser steps (label steps + SPT steps), so that a gain cannot be extra training.
@@ -370,6 +371,47 @@ def loss_figure(records_by_task: Mapping[str, Sequence[Mapping[str, Any]]],
         ax.set_title(task, fontsize=9)
         ax.set_xlabel("SPT optimiser step", fontsize=8)
         ax.set_ylabel("masked loss (nats per token)", fontsize=8)
+    axes[0][0].legend(fontsize=6)
+    return fig, axes
+
+
+def label_loss_figure(records_by_task: Mapping[str, Sequence[Mapping[str, Any]]],
+                      data: Mapping[str, Mapping[str, np.ndarray]], *, n_layers: int = 1,
+                      arms: Sequence[str] | None = None, title=None):
+    """Each arm's label training loss (the mini-batch cross-entropy, read every
+    :data:`.train.RECORD_EVERY` steps; thin lines: seeds, thick: their mean) against the label entropy of
+    the training set, the loss of the best constant prediction: a run still on that line predicts one
+    label. ``arms``: default every arm with a curve in every record (one colour per arm, in that order).
+    ``title(arm)`` names an arm in the legend (default :func:`arm_label`). Imports plotting when called."""
+    from .. import plotting
+
+    title = title or arm_label
+    tasks = list(records_by_task)
+    fig, axes = plotting.figure(ncols=len(tasks), width=3.3, height=2.7, squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        recs = at_depth(records_by_task[task], n_layers)
+        names = list(arms) if arms is not None else [a for a in recs[0]["label_loss"]
+                                                      if all(a in r["label_loss"] for r in recs)]
+        missing = sorted({a for r in recs for a in names if a not in r["label_loss"]})
+        if missing:
+            raise ValueError(f"records of {task!r} lack the label loss curves of {missing}")
+        h = gates.unigram_entropy(data[task]["y_train"])
+        top = h
+        for k, arm in enumerate(names):
+            color = plotting.PALETTE[k % len(plotting.PALETTE)]
+            curves = [np.asarray(r["label_loss"][arm], dtype=float) for r in recs]
+            n = min(len(c) for c in curves)
+            at = np.unique(np.r_[np.arange(0, n, train.RECORD_EVERY), n - 1])  # the steps whose loss was read
+            for c in curves:
+                ax.plot(at + 1, c[at], "-", color=color, lw=0.5, alpha=0.3)
+            mean = np.mean([c[at] for c in curves], axis=0)
+            ax.plot(at + 1, mean, "-", color=color, lw=1.5, label=title(arm))
+            top = max(top, float(np.percentile(mean, 95)))
+        ax.axhline(h, color=plotting.INK, lw=1, ls="--", label="label entropy (one label)")
+        ax.set_ylim(0, top * 1.15)
+        ax.set_title(task, fontsize=9)
+        ax.set_xlabel("label optimiser step", fontsize=8)
+        ax.set_ylabel("cross-entropy (nats)", fontsize=8)
     axes[0][0].legend(fontsize=6)
     return fig, axes
 

@@ -133,23 +133,26 @@ def lra_job_ids(depths, seeds, *, split: bool = True) -> list[int]:
 def merge_lra_jobs(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One record per (depth, seed) from :func:`lra_seed`'s job records, in first-seen order.
 
-    Rows and diagonal fractions are united, CPU times added; everything else comes from the SPT half.
+    Rows, label loss curves and diagonal fractions are united, CPU times added; everything else comes from the
+    SPT half.
     """
     merged: dict[tuple[int, int], dict[str, Any]] = {}
     for r in results:
         key = (r["layers"], r["seed"])
         if key not in merged:
             merged[key] = {**r, "rows": dict(r["rows"]), "diag": dict(r["diag"]),
-                           "n_predicted": dict(r["n_predicted"]), "masked_loss": dict(r["masked_loss"])}
+                           "n_predicted": dict(r["n_predicted"]), "masked_loss": dict(r["masked_loss"]),
+                           "label_loss": dict(r["label_loss"])}
             continue
         m = merged[key]
         if set(m["rows"]) & set(r["rows"]):
             raise ValueError(f"jobs of depth {key[0]}, seed {key[1]} both report arms {sorted(set(m['rows']) & set(r['rows']))}")
         rows, diag, cpu = {**m["rows"], **r["rows"]}, {**m["diag"], **r["diag"]}, m["cpu_s"] + r["cpu_s"]
         n_pred, masked = {**m["n_predicted"], **r["n_predicted"]}, {**m["masked_loss"], **r["masked_loss"]}
+        curves = {**m["label_loss"], **r["label_loss"]}
         if r.get("spt_loss") is not None:
             m.update(r)
-        m.update(rows=rows, diag=diag, cpu_s=cpu, n_predicted=n_pred, masked_loss=masked)
+        m.update(rows=rows, diag=diag, cpu_s=cpu, n_predicted=n_pred, masked_loss=masked, label_loss=curves)
 
     def arm_order(arm: str) -> tuple[int, int]:  # a whole seed's order: scratch, ..., spt, spt_<s>st by s, qk_only, ...
         c = stopped_steps(arm)
@@ -159,6 +162,7 @@ def merge_lra_jobs(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         m.pop("group", None)
         m["rows"] = {a: m["rows"][a] for a in sorted(m["rows"], key=arm_order)}
         m["n_predicted"] = {a: m["n_predicted"][a] for a in m["rows"]}
+        m["label_loss"] = {a: m["label_loss"][a] for a in m["rows"]}
     return list(merged.values())
 
 
@@ -247,8 +251,8 @@ def lra_seed(task: int, config: Mapping[str, Any], data: Mapping[str, np.ndarray
     Also returns the held-out masked loss of every SPT model (``masked_loss``: ``spt``, each checkpoint's row,
     ``other_source``; the plateau gate's measurement, :func:`held_out_loss`), the diagonal energy fraction of
     the positional product (:func:`~.model.positional_product`) at initialisation, after SPT and after
-    scratch training, the head-averaged product and its offset profile at initialisation and after SPT, and
-    SPT's loss curve. Group 1 runs only the SPT model and the arms that start from it, group 2 only the
+    scratch training, the head-averaged product and its offset profile at initialisation and after SPT,
+    SPT's loss curve, and each arm's label loss curve (``label_loss``, :attr:`.train.History.train_loss`). Group 1 runs only the SPT model and the arms that start from it, group 2 only the
     others (their records have ``spt_loss = None``); group 0 runs all.
     """
     t0 = time.process_time()
@@ -270,14 +274,16 @@ def lra_seed(task: int, config: Mapping[str, Any], data: Mapping[str, np.ndarray
     n_pos = tensors["x_train"].shape[1]
     n_predicted: dict[str, int] = {}
     masked_loss: dict[str, float] = {}
+    label_loss: dict[str, list[float]] = {}
 
     def label(m, row: str, steps: int | None = None) -> float:
-        acc = train.train_classifier(m, tensors["x_train"], tensors["y_train"], steps=steps or config["label_steps"],
-                                     batch_size=config["batch_size"], lr=config["lr"], generator=_gen(d + 10 * s, dev),
-                                     eval_tokens=tensors["x_test"], eval_labels=tensors["y_test"],
-                                     eval_every=steps or config["label_steps"], progress=False).final
+        hist = train.train_classifier(m, tensors["x_train"], tensors["y_train"], steps=steps or config["label_steps"],
+                                      batch_size=config["batch_size"], lr=config["lr"], generator=_gen(d + 10 * s, dev),
+                                      eval_tokens=tensors["x_test"], eval_labels=tensors["y_test"],
+                                      eval_every=steps or config["label_steps"], progress=False)
         n_predicted[row] = int(len(np.unique(gates.predicted_labels(m, tensors["x_test"]))))
-        return acc
+        label_loss[row] = hist.train_loss
+        return hist.final
 
     def spt(tokens, checkpoints=(), saved=None):
         return spt_run(config, tokens, n_layers, s, spt_steps, checkpoints, saved)
@@ -286,7 +292,7 @@ def lra_seed(task: int, config: Mapping[str, Any], data: Mapping[str, np.ndarray
     rows: dict[str, float] = {}
     diag: dict[str, float] = {}
     out: dict[str, Any] = {"seed": s, "layers": n_layers, "group": group, "rows": rows, "diag": diag,
-                           "n_predicted": n_predicted, "masked_loss": masked_loss,
+                           "n_predicted": n_predicted, "masked_loss": masked_loss, "label_loss": label_loss,
                            "positional_maps": None, "offset_profiles": None, "spt_loss": None,
                            "spt_steps": spt_steps, "copied_qk": []}
     if "scratch" in arms:

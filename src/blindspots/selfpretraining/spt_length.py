@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from . import gates, mini_lra
+from . import gates, mini_lra, train
 
 #: Each task's primary comparison, fixed before the runs: the row of :func:`.mini_lra.lra_seed` compared
 #: with scratch. ``"spt"`` is the full SPT run, the longest SPT of the sweep; the shorter lengths are the
@@ -30,7 +30,7 @@ PRIMARY: dict[str, str] = {task: "spt" for task in mini_lra.TASKS}
 TASK_LABELS: dict[str, str] = {"listops": "ListOps", "image": "digits as pixel sequences",
                                "pathfinder": "PathFinder"}
 #: :func:`.train.pretrain` records the loss every this many steps (and at the last), repeating it between.
-RECORD_EVERY = 10
+RECORD_EVERY = train.RECORD_EVERY
 _TASK_JOB = 10_000  # a sweep job's id: _TASK_JOB * (index of its task in config["tasks"]) + lra_seed's id
 
 

@@ -17,6 +17,9 @@ from tqdm.std import tqdm
 
 from .masking import masked_reconstruction_loss
 
+#: Training losses are read every this many steps (and at the last); a float() per step would sync a GPU.
+RECORD_EVERY = 10
+
 
 @dataclass
 class History:
@@ -25,6 +28,9 @@ class History:
     steps: list[int] = field(default_factory=list)
     accuracy: list[float] = field(default_factory=list)
     loss: list[float] = field(default_factory=list)
+    #: The mini-batch loss at every optimiser step, read every :data:`RECORD_EVERY` steps and at the last
+    #: (repeated between), as :func:`pretrain` returns its losses.
+    train_loss: list[float] = field(default_factory=list)
 
     @property
     def final(self) -> float:
@@ -78,7 +84,7 @@ def pretrain(model, tokens: torch.Tensor, *, steps: int, batch_size: int, lr: fl
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        losses.append(float(loss.detach()) if step % 10 == 0 or step == steps - 1 else losses[-1])
+        losses.append(float(loss.detach()) if step % RECORD_EVERY == 0 or step == steps - 1 else losses[-1])
         keep(step + 1)
         if step % 50 == 0:
             bar.set_postfix_str(f"loss {losses[-1]:.3f}", refresh=False)
@@ -107,7 +113,7 @@ def train_classifier(model, tokens: torch.Tensor, labels: torch.Tensor, *, steps
     """Label training: ``steps`` Adam steps on the cross-entropy of ``model.classify``.
 
     Accuracy on the evaluation set is recorded at step 0, every ``eval_every``
-    steps and at the end.
+    steps and at the end; the mini-batch loss in ``train_loss`` (see :class:`History`).
     """
     if eval_every < 1:
         raise ValueError(f"eval_every must be >= 1, got {eval_every}")
@@ -125,6 +131,8 @@ def train_classifier(model, tokens: torch.Tensor, labels: torch.Tensor, *, steps
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        hist.train_loss.append(float(loss.detach()) if step % RECORD_EVERY == 0 or step == steps - 1
+                               else hist.train_loss[-1])
         if (step + 1) % eval_every == 0 or step == steps - 1:
             hist.steps.append(step + 1)
             hist.accuracy.append(accuracy(model, eval_tokens, eval_labels))
