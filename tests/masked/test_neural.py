@@ -268,3 +268,18 @@ def test_recovering_arm_is_the_blind_model_fails(cid, records):
     with pytest.raises(claims.ClaimFailed, match=cid):
         nn_.training_claim(cid, book["results"], book["w"], show=False)
 
+
+
+def test_spread_test_finds_bimodal_scatter_without_normality():
+    rng = np.random.default_rng(0)
+    tight = 0.8 + 0.01 * rng.standard_normal(16)
+    bimodal = np.r_[np.full(8, 0.02), np.full(8, 0.97)] + 0.01 * rng.standard_normal(16)
+    assert nn_.spread_test_p(bimodal, tight) < 1e-3
+    assert nn_.spread_test_p(tight, bimodal) > 0.9  # one-sided: the tight arm does not spread more
+    # equal spreads at different locations: no evidence (median centring removes the shift)
+    assert nn_.spread_test_p(tight + 0.1, 0.8 + 0.01 * rng.standard_normal(16)) > 0.01
+    assert nn_.spread_test_p(bimodal, tight, seed=1) == pytest.approx(nn_.spread_test_p(bimodal, tight), abs=2e-4)
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        nn_.spread_test_p([0.1], tight)
+    with pytest.raises(ValueError, match="n_resamples"):
+        nn_.spread_test_p(bimodal, tight, n_resamples=0)

@@ -30,7 +30,7 @@ _GROUPS = (
      "its unmasking sampler and the mode weights its conditionals imply",
      ("true_posterior", "witness_conditional", "full_mask_weight", "fit_witness_weight", "PosteriorMLP",
       "MaskedTransformer", "unmask_sample", "sampler_weight", "sampler_log_prob", "witness_oracle",
-      "implied_weights", "mlp_seed", "transformer_seed", "sd_ratio_lower")),
+      "implied_weights", "mlp_seed", "transformer_seed", "sd_ratio_lower", "spread_test_p")),
     ("corpora", "masked/08", "real-text corpora: loader, byte tokens, windows, split by document",
      ("Document", "PairData", "encode", "decode", "load_mode", "document_windows", "split_by_document",
       "make_pair")),
