@@ -358,7 +358,7 @@ def loss_figure(records_by_task: Mapping[str, Sequence[Mapping[str, Any]]],
             recs = [r for r in at_depth(records_by_task[task], L) if r.get("spt_loss")]
             for i, r in enumerate(recs):
                 curve = np.asarray(r["spt_loss"], dtype=float)
-                steps = np.unique(np.r_[np.arange(0, len(curve), 10), len(curve) - 1])  # the recorded steps
+                steps = train.recorded_steps(len(curve))
                 ax.plot(steps + 1, curve[steps], "-", color=color, lw=0.8, alpha=0.7,
                         label=f"{L} layer{'s' if L > 1 else ''}: training loss, seeds" if i == 0 else None)
                 ax.plot(len(curve), r["masked_loss"]["spt"], "o", mfc="none", color=color, ms=5,
@@ -401,7 +401,7 @@ def label_loss_figure(records_by_task: Mapping[str, Sequence[Mapping[str, Any]]]
             color = plotting.PALETTE[k % len(plotting.PALETTE)]
             curves = [np.asarray(r["label_loss"][arm], dtype=float) for r in recs]
             n = min(len(c) for c in curves)
-            at = np.unique(np.r_[np.arange(0, n, train.RECORD_EVERY), n - 1])  # the steps whose loss was read
+            at = train.recorded_steps(n)
             for c in curves:
                 ax.plot(at + 1, c[at], "-", color=color, lw=0.5, alpha=0.3)
             mean = np.mean([c[at] for c in curves], axis=0)

@@ -136,23 +136,21 @@ def merge_lra_jobs(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     Rows, label loss curves and diagonal fractions are united, CPU times added; everything else comes from the
     SPT half.
     """
+    united = ("rows", "diag", "n_predicted", "masked_loss", "label_loss")  # per-arm (or per-stage) dicts
     merged: dict[tuple[int, int], dict[str, Any]] = {}
     for r in results:
         key = (r["layers"], r["seed"])
         if key not in merged:
-            merged[key] = {**r, "rows": dict(r["rows"]), "diag": dict(r["diag"]),
-                           "n_predicted": dict(r["n_predicted"]), "masked_loss": dict(r["masked_loss"]),
-                           "label_loss": dict(r["label_loss"])}
+            merged[key] = {**r, **{k: dict(r[k]) for k in united}}
             continue
         m = merged[key]
         if set(m["rows"]) & set(r["rows"]):
             raise ValueError(f"jobs of depth {key[0]}, seed {key[1]} both report arms {sorted(set(m['rows']) & set(r['rows']))}")
-        rows, diag, cpu = {**m["rows"], **r["rows"]}, {**m["diag"], **r["diag"]}, m["cpu_s"] + r["cpu_s"]
-        n_pred, masked = {**m["n_predicted"], **r["n_predicted"]}, {**m["masked_loss"], **r["masked_loss"]}
-        curves = {**m["label_loss"], **r["label_loss"]}
+        both = {k: {**m[k], **r[k]} for k in united}
+        cpu = m["cpu_s"] + r["cpu_s"]
         if r.get("spt_loss") is not None:
             m.update(r)
-        m.update(rows=rows, diag=diag, cpu_s=cpu, n_predicted=n_pred, masked_loss=masked, label_loss=curves)
+        m.update(cpu_s=cpu, **both)
 
     def arm_order(arm: str) -> tuple[int, int]:  # a whole seed's order: scratch, ..., spt, spt_<s>st by s, qk_only, ...
         c = stopped_steps(arm)

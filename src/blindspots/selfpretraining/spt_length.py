@@ -29,8 +29,6 @@ PRIMARY: dict[str, str] = {task: "spt" for task in mini_lra.TASKS}
 #: The figures' names of the tasks.
 TASK_LABELS: dict[str, str] = {"listops": "ListOps", "image": "digits as pixel sequences",
                                "pathfinder": "PathFinder"}
-#: :func:`.train.pretrain` records the loss every this many steps (and at the last), repeating it between.
-RECORD_EVERY = train.RECORD_EVERY
 _TASK_JOB = 10_000  # a sweep job's id: _TASK_JOB * (index of its task in config["tasks"]) + lra_seed's id
 
 
@@ -298,7 +296,7 @@ def plot_losses(sweeps: Sequence[Sweep], axes, *, margin: float = gates.PLATEAU_
 
     for ax, sw in zip(np.atleast_1d(axes), sweeps):
         n = sw.spt_loss.shape[1]
-        at = np.unique(np.r_[np.arange(0, n, RECORD_EVERY), n - 1])  # the steps whose loss was recorded
+        at = train.recorded_steps(n)
         for i, curve in enumerate(sw.spt_loss):
             ax.plot(at + 1, curve[at], lw=0.8, color=plotting.PALETTE[0], alpha=0.5,
                     label="SPT training loss, per seed" if i == 0 else None)

@@ -21,6 +21,16 @@ from .masking import masked_reconstruction_loss
 RECORD_EVERY = 10
 
 
+def _read_loss(losses: list[float], loss: torch.Tensor, step: int, steps: int) -> None:
+    """Append step ``step``'s loss: read on :func:`recorded_steps`, the last reading repeated between."""
+    losses.append(float(loss.detach()) if step % RECORD_EVERY == 0 or step == steps - 1 else losses[-1])
+
+
+def recorded_steps(n: int) -> np.ndarray:
+    """The 0-based steps of an ``n``-step loss list whose values were read (the others repeat them)."""
+    return np.unique(np.r_[np.arange(0, n, RECORD_EVERY), n - 1])
+
+
 @dataclass
 class History:
     """What a training run recorded: steps at which it evaluated, and the values."""
@@ -84,7 +94,7 @@ def pretrain(model, tokens: torch.Tensor, *, steps: int, batch_size: int, lr: fl
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        losses.append(float(loss.detach()) if step % RECORD_EVERY == 0 or step == steps - 1 else losses[-1])
+        _read_loss(losses, loss, step, steps)
         keep(step + 1)
         if step % 50 == 0:
             bar.set_postfix_str(f"loss {losses[-1]:.3f}", refresh=False)
@@ -131,8 +141,7 @@ def train_classifier(model, tokens: torch.Tensor, labels: torch.Tensor, *, steps
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        hist.train_loss.append(float(loss.detach()) if step % RECORD_EVERY == 0 or step == steps - 1
-                               else hist.train_loss[-1])
+        _read_loss(hist.train_loss, loss, step, steps)
         if (step + 1) % eval_every == 0 or step == steps - 1:
             hist.steps.append(step + 1)
             hist.accuracy.append(accuracy(model, eval_tokens, eval_labels))
