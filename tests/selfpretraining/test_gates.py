@@ -148,3 +148,31 @@ def test_html_table_escapes_and_rounds():
     assert html.startswith("<table><thead><tr><th>a&lt;b</th><th>n</th></tr></thead>")
     assert "<td>0.123</td><td>3</td>" in html and "<td>1.000</td><td>x&lt;y</td>" in html
     assert gates.html_table([]) == "<p>(no rows)</p>"
+
+
+def test_neighbourhood_loss_reads_local_structure_and_not_noise():
+    rng = np.random.default_rng(0)
+    side, n = 6, 400
+    # rows of one colour: a masked pixel is told by a visible left or right neighbour, which about 93 % of
+    # them have (an edge pixel has one such neighbour, masked with probability 0.15)
+    striped = np.repeat(rng.integers(0, 3, (n, side, 1)), side, axis=2).reshape(n, side * side)
+    entropy = gates.unigram_entropy(striped)
+    loss = gates.neighbourhood_masked_loss(striped[:300], striped[300:], side=side, mlm_prob=0.15, seed=1)
+    assert loss < entropy / 3
+    noise = rng.integers(0, 3, (n, side * side))
+    loss = gates.neighbourhood_masked_loss(noise[:300], noise[300:], side=side, mlm_prob=0.15, seed=1)
+    assert abs(loss - gates.unigram_entropy(noise)) < 0.05  # nothing to read: the unigram entropy, ln 3
+    with pytest.raises(ValueError, match="images must have shape"):
+        gates.neighbourhood_masked_loss(noise[:, :30], noise[:, :30], side=side, mlm_prob=0.15, seed=1)
+    with pytest.raises(ValueError, match="mlm_prob must lie in"):
+        gates.neighbourhood_masked_loss(noise, noise, side=side, mlm_prob=1.0, seed=1)
+    with pytest.raises(ValueError, match="radius in"):
+        gates.neighbourhood_masked_loss(noise, noise, side=side, mlm_prob=0.15, seed=1, radius=0)
+
+
+def test_a_budget_table_says_budget_in_its_untested_rows():
+    rows = [gates.paired_row("a", [0.6, 0.7, 0.65], [0.5, 0.5, 0.52],
+                             [gates.Gate(gates.PLATEAU, False, 0.05, 0.1, "")])]
+    gates.comparison_table(rows, budget=True)
+    assert rows[0].verdict == "not tested (budget; gate failed: SPT left its plateau)"
+    assert gates.verdict_word(rows[0]) == "not tested"

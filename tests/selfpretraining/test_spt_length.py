@@ -32,17 +32,35 @@ def test_the_primary_comparison_is_the_longest_spt_against_scratch():
     for task in mini_lra.TASKS:
         assert spt_length.PRIMARY[task] == "spt"
         for scale, sizes in PRESETS[CHAPTER].items():
-            longest = max(mini_lra.sweep_points(sizes))
-            assert spt_length.primary_steps(task, sizes) == sizes["spt_steps"] == longest
+            own = mini_lra.task_config(task, sizes)
+            longest = max(spt_length.task_sweep(task, sizes))
+            assert spt_length.primary_steps(task, sizes) == own["spt_steps"] == longest
     with pytest.raises(ValueError, match="task must be one of"):
         spt_length.primary_steps("text", CONFIG)
 
 
-def test_full_preset_sweeps_the_issue_s_points_on_every_task():
+def test_full_preset_sweeps_the_issue_s_points_and_pathfinder_longer():
     full = PRESETS[CHAPTER]["full"]
-    assert list(mini_lra.sweep_points(full)) == [0, 100, 300, 1000, 3000]
+    for task in ("listops", "image"):
+        assert list(spt_length.task_sweep(task, full)) == [0, 100, 300, 1000, 3000]
+    assert list(spt_length.task_sweep("pathfinder", full)) == [0, 300, 1000, 3000, 10000]
     assert full["tasks"] == list(mini_lra.TASKS) and full["seeds"] >= 8 and full["n_test"] >= 2000
     assert PRESETS[CHAPTER]["book"]["seeds"] >= 5
+
+
+def test_a_task_s_own_spt_length_replaces_the_common_one_for_that_task_only():
+    sizes = {**CONFIG, "mlm_prob": 0.5, "pathfinder_size": 12, "pathfinder_path_length": 5,
+             "pathfinder_distractors": 3, "pathfinder_distractor_length": 4,
+             "pathfinder_spt_steps": 5000, "pathfinder_spt_checkpoints": [2000]}
+    assert spt_length.task_sweep("pathfinder", sizes) == {0: "scratch", 2000: "spt_2000st", 5000: "spt"}
+    assert spt_length.task_sweep("listops", sizes) == mini_lra.sweep_points(CONFIG)
+    assert mini_lra.task_config("listops", sizes)["spt_steps"] == 1000
+    with pytest.raises(ValueError, match="task must be one of"):
+        mini_lra.task_config("text", sizes)
+    # the job order counts each task's own SPT: PathFinder's SPT jobs first even at shorter sequences
+    data = {"listops": {"x_train": np.zeros((4, 120))}, "pathfinder": {"x_train": np.zeros((4, 100))}}
+    jobs = spt_length.sweep_job_ids(["listops", "pathfinder"], [0], data, sizes)
+    assert jobs[0] == 11100
 
 
 def test_sweep_job_ids_cover_every_task_and_seed_costliest_first():
@@ -225,3 +243,20 @@ def test_a_smoke_sweep_runs_end_to_end_and_draws_its_figures():
         draw([sw], axes[0])
         assert axes[0][0].get_title() == spt_length.TASK_LABELS["image"]
         matplotlib.pyplot.close(fig)
+
+
+def test_budget_limited_needs_a_failed_longest_plateau_and_a_reference_that_passes():
+    acc = {0: [0.5, 0.52, 0.48], 300: [0.55, 0.57, 0.5], 1000: [0.6, 0.58, 0.52]}
+    stuck = {300: np.full(3, 1.99), 1000: np.full(3, 1.95)}  # entropy 2.0: 0.05 below at most
+    sw = _sweep(acc, loss=stuck, task="pathfinder")
+    assert not spt_length.budget_limited(sw)  # no reference: nothing shows the gate can be passed
+    sw.reference = 1.85
+    assert spt_length.budget_limited(sw)
+    rows = spt_length.comparison_rows(sw, where="")
+    assert all(r.verdict.startswith("not tested (budget; gate failed: SPT left its plateau") for r in rows)
+    sw.reference = 1.95  # the reference is on the plateau too: the gate is not shown reachable
+    assert not spt_length.budget_limited(sw)
+    assert all(r.verdict.startswith("not tested (gate failed") for r in spt_length.comparison_rows(sw, where=""))
+    left = _sweep(acc, loss={300: np.full(3, 1.99), 1000: np.full(3, 1.8)}, task="pathfinder")
+    left.reference = 1.5  # the longest SPT left its plateau: a failed row there is not the budget's
+    assert not spt_length.budget_limited(left)

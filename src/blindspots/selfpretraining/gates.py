@@ -111,6 +111,55 @@ def held_out_masked_loss(model, tokens, *, mask_id: int, mlm_prob: float, pad_id
     return total / count
 
 
+def neighbourhood_masked_loss(x_train: np.ndarray, x_test: np.ndarray, *, side: int, mlm_prob: float,
+                              seed: int, radius: int = 1) -> float:
+    """Held-out masked loss (nats) of a predictor that sees only the visible ``(2 radius + 1)^2`` window
+    around each masked pixel of ``side x side`` images, and the pixel's position.
+
+    Each image's pixels are masked independently with probability ``mlm_prob`` (one stream from ``seed``:
+    training images first, then test images); a gradient-boosted tree ensemble
+    (scikit-learn's ``HistGradientBoostingClassifier``, the window's pixels as categories: their values,
+    *masked* or *outside the image*) is fitted on the training images' masked pixels and scored on the test
+    images'. It is a reference for the plateau gate on images: a loss at least :data:`PLATEAU_MARGIN` below
+    the unigram entropy shows that the gate can be passed from local context alone.
+    """
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.metrics import log_loss
+
+    if side < 2 or not 1 <= radius < side:
+        raise ValueError(f"side must be >= 2 and radius in [1, side), got side={side}, radius={radius}")
+    if not 0 < mlm_prob < 1:
+        raise ValueError(f"mlm_prob must lie in (0, 1), got {mlm_prob}")
+    rng = np.random.default_rng(seed)
+
+    def windows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        x = np.asarray(x)
+        if x.ndim != 2 or x.shape[1] != side * side:
+            raise ValueError(f"images must have shape (n, side * side = {side * side}), got {x.shape}")
+        img = x.reshape(-1, side, side).astype(np.int64)
+        top = int(img.max()) + 1
+        masked = rng.random(img.shape) < mlm_prob
+        seen = np.pad(np.where(masked, top, img), ((0, 0), (radius, radius), (radius, radius)),
+                      constant_values=top + 1)  # top: masked; top + 1: outside the image
+        i, r, c = np.nonzero(masked)
+        cols = [seen[i, r + dr + radius, c + dc + radius] for dr in range(-radius, radius + 1)
+                for dc in range(-radius, radius + 1) if (dr, dc) != (0, 0)]
+        return np.column_stack(cols + [r, c]), img[i, r, c]
+
+    f_train, y_train = windows(x_train)
+    f_test, y_test = windows(x_test)
+    unseen = sorted(set(np.unique(y_test)) - set(np.unique(y_train)))
+    if unseen:
+        raise ValueError(f"test pixels take values {unseen} that no masked training pixel takes")
+    n_window = f_train.shape[1] - 2
+    # early stopping on a tenth of the training pixels at every size: a reference that over-fits would
+    # understate what local context gives
+    model = HistGradientBoostingClassifier(categorical_features=list(range(n_window)), early_stopping=True,
+                                           random_state=0)
+    model.fit(f_train, y_train)
+    return float(log_loss(y_test, model.predict_proba(f_test), labels=model.classes_))
+
+
 def plateau_gate(masked_losses: Sequence[float], entropy: float, margin: float = PLATEAU_MARGIN) -> Gate:
     """SPT left its plateau: every seed's held-out masked loss is at least ``margin`` nats below ``entropy``."""
     losses = np.asarray(masked_losses, dtype=float).ravel()
@@ -326,13 +375,16 @@ def paired_row(name: str, treated: Sequence[float], control: Sequence[float], ga
     return Row(name, eff, p, list(gates))
 
 
-def comparison_table(rows: Sequence[Row], *, alpha: float = ALPHA, power: float = POWER, where: str = "") -> list[Row]:
+def comparison_table(rows: Sequence[Row], *, alpha: float = ALPHA, power: float = POWER, where: str = "",
+                     budget: bool = False) -> list[Row]:
     """Verdicts of a table's rows: the rows whose gates pass are one family (Holm at ``alpha``).
 
     A tested row reads *reproduces* (adjusted p < alpha, effect > 0), *opposite* (adjusted p < alpha, effect
     < 0) or *not resolved (could have detected ≥ x)*, with x from :func:`detectable_effect` at level
     ``alpha / m`` (Holm's first, strictest step; m tested rows) and its seeds' spread. A row with a failed
-    gate reads *not tested* ``where`` (e.g. ``"at book scale"``), naming the gates that failed.
+    gate reads *not tested* ``where`` (e.g. ``"at book scale"``), naming the gates that failed; with
+    ``budget``, *not tested (budget; gate failed: ...)*: the caller has shown that the gates can be passed,
+    but not by this run within its budget (:func:`.spt_length.budget_limited`).
     """
     tested = [r for r in rows if r.tested]
     adjusted = holm([r.p for r in tested])
@@ -347,7 +399,8 @@ def comparison_table(rows: Sequence[Row], *, alpha: float = ALPHA, power: float 
             r.verdict = f"{VERDICTS[2]} (could have detected ≥ {r.detectable:.3f})"
     for r in rows:
         if not r.tested:
-            r.verdict = f"{VERDICTS[3]}{' ' + where if where else ''} (gate failed: {'; '.join(r.failed)})"
+            why = f"{'budget; ' if budget else ''}gate failed: {'; '.join(r.failed)}"
+            r.verdict = f"{VERDICTS[3]}{' ' + where if where else ''} ({why})"
     return list(rows)
 
 

@@ -87,11 +87,18 @@ def model_config(sizes: Mapping[str, Any], n_layers: int, *, alibi: bool = False
 def task_config(task: str, sizes: Mapping[str, Any]) -> dict[str, Any]:
     """``sizes`` for one task. PathFinder's control measures distance on the image (Euclidean, in pixels), so
     that its bias favours the pixels a curve can reach, not the neighbours in reading order; and its SPT masks
-    ``pathfinder_mlm_prob`` of the pixels where given (a short curve half masked leaves little to continue)."""
+    ``pathfinder_mlm_prob`` of the pixels where given (a short curve half masked leaves little to continue).
+    ``<task>_spt_steps`` and ``<task>_spt_checkpoints``, where given, replace ``spt_steps`` and
+    ``spt_checkpoints`` for that task (a task whose SPT needs a longer run than the others)."""
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+    out = dict(sizes)
+    for key in ("spt_steps", "spt_checkpoints"):
+        if f"{task}_{key}" in sizes:
+            out[key] = sizes[f"{task}_{key}"]
     if task == "pathfinder":
-        return {**sizes, "alibi_grid": pathfinder_task(sizes).size,
-                "mlm_prob": sizes.get("pathfinder_mlm_prob", sizes["mlm_prob"])}
-    return dict(sizes)
+        out.update(alibi_grid=pathfinder_task(sizes).size, mlm_prob=sizes.get("pathfinder_mlm_prob", sizes["mlm_prob"]))
+    return out
 
 
 def _tensors(data: Mapping[str, np.ndarray], device: torch.device) -> dict[str, torch.Tensor]:

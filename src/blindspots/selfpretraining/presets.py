@@ -88,11 +88,15 @@ PRESETS["selfpretraining/04_mini_lra_arms"] = {
 }
 # Chapter 05: the pretraining-length sweep in optimiser steps, scratch (0 steps) and SPT stopped at each
 # checkpoint of one run, on every task at one layer. Full scale sweeps 0, 100, 300, 1000 and 3000 steps with
-# 2000 label steps and 8 seeds: about 13,000 optimiser steps per task and seed, some 60 minutes on 2 idle cores
-# (estimated from book-scale step times, not run).
+# 2000 label steps and 8 seeds. A run of that sweep (37 minutes on a 2-core Intel Xeon) left PathFinder's SPT on
+# its plateau at every length, still falling (0.007, 0.025, 0.057 nats below the entropy at 300, 1000, 3000
+# steps); a 2-seed pilot ran it to 12,000 steps (0.066 below). Full scale therefore runs PathFinder's SPT for
+# 10,000 steps, stopped at 300, 1000 and 3000: about 20,000 optimiser steps per PathFinder seed at 20 ms, some
+# 40 minutes for the chapter on 2 cores.
 PRESETS["selfpretraining/05_spt_length"] = {
     "smoke": {**_LRA_SMOKE, "tasks": ["listops", "image", "pathfinder"], "arms": ["scratch", "spt"],
-              "deep_arms": ["scratch", "spt"], "spt_steps": 6, "spt_checkpoints": [2]},
+              "deep_arms": ["scratch", "spt"], "spt_steps": 6, "spt_checkpoints": [2],
+              "pathfinder_spt_steps": 8, "pathfinder_spt_checkpoints": [2, 4]},
     # Book: ListOps and the digits only. PathFinder's 144-token SPT costs about as much as the other two together
     # (about 20 ms a step against 8) and stayed at one label at 200 label steps in chapter 04.
     "book": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "tasks": ["listops", "image"],
@@ -100,5 +104,6 @@ PRESETS["selfpretraining/05_spt_length"] = {
              "seeds": 5, "spt_steps": 1000, "spt_checkpoints": [100, 300], "label_steps": 150, "depths": [1], "n_jobs": 2},
     "full": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "tasks": ["listops", "image", "pathfinder"],
              "arms": ["scratch", "spt"], "deep_arms": ["scratch", "spt"], "n_train": 10000, "n_test": 2000, "image_n_test": 597,
-             "seeds": 8, "spt_steps": 3000, "spt_checkpoints": [100, 300, 1000], "label_steps": 2000, "depths": [1], "n_jobs": 2},
+             "seeds": 8, "spt_steps": 3000, "spt_checkpoints": [100, 300, 1000], "label_steps": 2000, "depths": [1], "n_jobs": 2,
+             "pathfinder_spt_steps": 10000, "pathfinder_spt_checkpoints": [300, 1000, 3000]},
 }
