@@ -327,6 +327,29 @@ def glue(name: str, value: Any, display: bool = False) -> None:
     if isinstance(value, np.generic):
         value = value.item()
     _glue(name, value, display=display)
+    _record_glue(name, value)
+
+
+GLUE_RECORD = "_glue.json"  # beside a chapter's claim records; setup clears it with them
+
+
+def _record_glue(name: str, value: Any) -> None:
+    """Keep a glued number or string in the chapter's records (the scorecard reads verdicts from there)."""
+    run = _CURRENT
+    if run is None or not isinstance(value, (str, int, float, bool)):
+        return
+    folder = chapter_records_dir(run.chapter)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / GLUE_RECORD
+    values = json.loads(path.read_text()) if path.is_file() else {}
+    values[name] = value
+    path.write_text(json.dumps(values, indent=1))
+
+
+def glued_values(chapter: str, root: Path | None = None) -> dict[str, Any]:
+    """The values a chapter glued in its last run (:func:`glue`), read from its records; empty if none."""
+    path = chapter_records_dir(chapter, root) / GLUE_RECORD
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def current() -> "Run | None":

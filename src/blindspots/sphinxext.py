@@ -27,7 +27,10 @@ from typing import Any
 
 from . import runtime
 
-GENERATED = {"book/verification": "verification", "book/status": "status", "results/full/index": "appendix"}
+GENERATED = {"book/verification": "verification", "book/status": "status", "results/full/index": "appendix",
+             "book/scorecard": "scorecard", "book/preface": "preface"}
+#: The line of the preface that the scorecard's counts replace.
+PREFACE_COUNTS_MARKER = "<!-- scorecard counts -->"
 EXECUTION_MODES = ("off", "auto", "cache", "force")
 SMOKE_BUDGET_S = 30.0
 BOOK_BUDGET_S = 240.0
@@ -126,6 +129,32 @@ def _source_read(app, docname: str, source: list[str]) -> None:
         from .fullscale import appendix_markdown
 
         source[0] = source[0] + "\n" + appendix_markdown(Path(app.confdir))
+    elif kind == "scorecard":
+        from .scorecard import scorecard_markdown
+
+        source[0] = source[0] + "\n" + scorecard_markdown(_claims_dir(app), Path(app.confdir),
+                                                           killed_at_notebook_level(_claims_dir(app)))
+    elif kind == "preface" and PREFACE_COUNTS_MARKER in source[0]:
+        source[0] = source[0].replace(PREFACE_COUNTS_MARKER, preface_counts(_claims_dir(app), Path(app.confdir)))
+
+
+def killed_at_notebook_level(claims_dir: Path) -> dict[tuple[str, str], str] | None:
+    """(chapter, claim id) -> how the last planted-error run killed it: ``"notebook"`` (through the chapter's
+    code), ``"unit"`` (only a unit test of its statistic) or ``"none"``; None where no such run left records.
+    A claim absent from the map had no planted error in that run."""
+    by_claim, summary = _mutant_records(claims_dir)
+    if summary is None and not by_claim:
+        return None
+    levels = {key: {m["level"] for m in recs if m["killed"]} for key, recs in by_claim.items()}
+    return {key: "notebook" if "notebook" in lv else "unit" if lv else "none" for key, lv in levels.items()}
+
+
+def preface_counts(claims_dir: Path, root: Path) -> str:
+    """The preface's sentences on what holds, one per Part, from the scorecard's verdicts."""
+    from .scorecard import PARTS, Sources, counts_sentence, score_all
+
+    scored = score_all(Sources.load(claims_dir, root, killed_at_notebook_level(claims_dir)))
+    return "\n".join(f"- {counts_sentence(part, scored)}" for part in PARTS)
 
 
 def _claims_dir(app) -> Path:

@@ -101,7 +101,8 @@ PRESETS["selfpretraining/05_spt_length"] = {
     # (about 20 ms a step against 8) and stayed at one label at 200 label steps in chapter 04.
     "book": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "tasks": ["listops", "image"],
              "arms": ["scratch", "spt"], "deep_arms": ["scratch", "spt"], "n_train": 2000, "n_test": 297, "image_n_test": 297,
-             "seeds": 5, "spt_steps": 1000, "spt_checkpoints": [100, 300], "label_steps": 150, "depths": [1], "n_jobs": 2},
+             "seeds": 5, "spt_steps": 1000, "spt_checkpoints": [100, 300], "label_steps": 150, "depths": [1], "n_jobs": 2,
+             "pathfinder_spt_steps": 1000, "pathfinder_spt_checkpoints": [100, 300]},  # PathFinder is not run here
     "full": {**_LRA_MODEL, **_LISTOPS_BOOK, **_PF_BOOK, "tasks": ["listops", "image", "pathfinder"],
              "arms": ["scratch", "spt"], "deep_arms": ["scratch", "spt"], "n_train": 10000, "n_test": 2000, "image_n_test": 597,
              "seeds": 8, "spt_steps": 3000, "spt_checkpoints": [100, 300, 1000], "label_steps": 2000, "depths": [1], "n_jobs": 2,
