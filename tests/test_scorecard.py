@@ -156,3 +156,27 @@ def test_part_three_verdicts_take_their_direction_from_the_effect():
         word("resolved: the interval excludes 0")
     with pytest.raises(ValueError, match="must start with"):
         word("looks fine")
+
+
+TYPED_VERDICT = re.compile(r"\b(reproduce[sd]?|not resolved|not tested|opposite)\b", re.I)
+
+
+def _takeaway(chapter: str) -> str:
+    nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    if "## What to take away" not in text:
+        return ""
+    return text.split("## What to take away", 1)[1].split("\n## ", 1)[0]
+
+
+def test_takeaways_state_verdicts_only_through_the_glued_ones():
+    """A chapter's takeaway says reproduces, opposite, not resolved or not tested only by quoting the verdict its
+    code glued, the value the scorecard reads too, so the two cannot disagree."""
+    chapters = sorted({ch for e in scorecard.registry() for ch in e.chapters})
+    typed = {}
+    for ch in chapters:
+        prose = re.sub(r"\{glue:text\}`[^`]*`", "", _takeaway(ch))
+        found = TYPED_VERDICT.findall(prose)
+        if found:
+            typed[ch] = found
+    assert not typed, typed
