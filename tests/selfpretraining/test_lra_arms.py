@@ -103,6 +103,14 @@ def test_label_loss_figure_draws_every_arm_and_the_label_entropy():
     assert np.array_equal(lines[0].get_xdata(), [1, 11, 21, 25])  # the steps whose loss was read, 1-based
     with pytest.raises(ValueError, match="label loss curves of \\['alibi'\\]"):
         lra_arms.label_loss_figure({"listops": recs}, data, arms=["scratch", "alibi"])
+    # per task, its own arms and legend labels: a task without an arm the other runs is drawn without it
+    short = [{**r, "label_loss": {"scratch": r["label_loss"]["scratch"]}} for r in recs]
+    fig, axes = lra_arms.label_loss_figure({"listops": recs, "image": short}, {**data, "image": data["listops"]},
+                                           arms={"listops": {"scratch": "a", "spt": "b"}, "image": {"scratch": "c"}})
+    assert {ln.get_label() for ln in axes[0][1].get_lines()} >= {"c"} and "b" not in {
+        ln.get_label() for ln in axes[0][1].get_lines()}
+    with pytest.raises(ValueError, match="arms of every task"):
+        lra_arms.label_loss_figure({"listops": recs}, data, arms={"image": {"scratch": "c"}})
 
 
 def test_at_depth_and_accuracies_follow_the_seeds():

@@ -377,21 +377,27 @@ def loss_figure(records_by_task: Mapping[str, Sequence[Mapping[str, Any]]],
 
 def label_loss_figure(records_by_task: Mapping[str, Sequence[Mapping[str, Any]]],
                       data: Mapping[str, Mapping[str, np.ndarray]], *, n_layers: int = 1,
-                      arms: Sequence[str] | None = None, title=None):
+                      arms: Sequence[str] | Mapping[str, Mapping[str, str]] | None = None, title=None):
     """Each arm's label training loss (the mini-batch cross-entropy, read every
     :data:`.train.RECORD_EVERY` steps; thin lines: seeds, thick: their mean) against the label entropy of
     the training set, the loss of the best constant prediction: a run still on that line predicts one
-    label. ``arms``: default every arm with a curve in every record (one colour per arm, in that order).
-    ``title(arm)`` names an arm in the legend (default :func:`arm_label`). Imports plotting when called."""
+    label. ``arms``: default every arm with a curve in every record (one colour per arm, in that order);
+    or per task a mapping arm -> legend label, where tasks run different arms (a sweep with a task's own
+    SPT lengths). ``title(arm)`` names an arm in the legend otherwise (default :func:`arm_label`). Imports
+    plotting when called."""
     from .. import plotting
 
     title = title or arm_label
     tasks = list(records_by_task)
+    per_task = isinstance(arms, Mapping)
+    if per_task and set(arms) != set(tasks):
+        raise ValueError(f"arms must name the arms of every task in {tasks}, got tasks {sorted(arms)}")
     fig, axes = plotting.figure(ncols=len(tasks), width=3.3, height=2.7, squeeze=False)
     for ax, task in zip(axes[0], tasks):
         recs = at_depth(records_by_task[task], n_layers)
-        names = list(arms) if arms is not None else [a for a in recs[0]["label_loss"]
-                                                      if all(a in r["label_loss"] for r in recs)]
+        labels = dict(arms[task]) if per_task else {}
+        names = (list(labels) if per_task else list(arms) if arms is not None
+                 else [a for a in recs[0]["label_loss"] if all(a in r["label_loss"] for r in recs)])
         missing = sorted({a for r in recs for a in names if a not in r["label_loss"]})
         if missing:
             raise ValueError(f"records of {task!r} lack the label loss curves of {missing}")
@@ -405,14 +411,17 @@ def label_loss_figure(records_by_task: Mapping[str, Sequence[Mapping[str, Any]]]
             for c in curves:
                 ax.plot(at + 1, c[at], "-", color=color, lw=0.5, alpha=0.3)
             mean = np.mean([c[at] for c in curves], axis=0)
-            ax.plot(at + 1, mean, "-", color=color, lw=1.5, label=title(arm))
+            ax.plot(at + 1, mean, "-", color=color, lw=1.5, label=labels[arm] if per_task else title(arm))
             top = max(top, float(np.percentile(mean, 95)))
         ax.axhline(h, color=plotting.INK, lw=1, ls="--", label="label entropy (one label)")
         ax.set_ylim(0, top * 1.15)
         ax.set_title(task, fontsize=9)
         ax.set_xlabel("label optimiser step", fontsize=8)
         ax.set_ylabel("cross-entropy (nats)", fontsize=8)
-    axes[0][0].legend(fontsize=6)
+        if per_task:
+            ax.legend(fontsize=6)
+    if not per_task:
+        axes[0][0].legend(fontsize=6)
     return fig, axes
 
 
