@@ -105,7 +105,7 @@ def test_not_attempted_needs_a_reason_and_no_evidence(registry):
     with pytest.raises(ValueError, match="part/NN_name::key"):
         scorecard.PaperClaim.from_dict(_entry(kind="empirical", book={"verdict": "no-separator"}))
     e = scorecard.PaperClaim.from_dict(_entry(claims=[], not_attempted="the corpus cannot be downloaded"))
-    s = scorecard.score(e, scorecard.Sources({}, {}, {}))
+    s = scorecard.score(e, scorecard.Sources([], {}, {}, {}))
     assert s.book == "not attempted (the corpus cannot be downloaded)" and not s.problems
 
 

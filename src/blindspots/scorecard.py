@@ -189,6 +189,7 @@ class Sources:
     A chapter's glued values come from its records when this build ran it, else from the committed notebook,
     whose outputs the page then shows."""
 
+    entries: list[PaperClaim]
     records: dict[str, dict[str, Any]]
     glue: dict[str, dict[str, Any]]
     full_glue: dict[str, dict[str, Any]]
@@ -198,13 +199,16 @@ class Sources:
     def load(cls, claims_dir: Path, root: Path | None = None,
              killed: Mapping[tuple[str, str], str] | None = None) -> "Sources":
         root = Path(root or runtime.repo_root())
+        entries = registry()
         recs = {r["id"]: r for r in claims.load_records(claims_dir)}
-        chapters = {e_chapter for e in registry() for e_chapter in e.chapters}
-        chapters |= {r.chapter for e in registry() for ev in (e.book, e.full) if ev for r in ev.refs()}
+        chapters = {ch for e in entries for ch in e.chapters}
+        chapters |= {r.chapter for e in entries if e.book for r in e.book.refs()}
         glue = {ch: runtime.glued_values(ch, Path(claims_dir))
                 or notebook_glue(root / "notebooks" / f"{ch}.ipynb") for ch in chapters}
-        full = {ch: notebook_glue(root / "results" / "full" / f"{ch}.ipynb") for ch in chapters}
-        return cls(recs, glue, full, None if killed is None else dict(killed))
+        # committed full-scale runs, read only for the chapters whose full-scale evidence is named
+        full_chapters = {r.chapter for e in entries if e.full for r in e.full.refs()}
+        full = {ch: notebook_glue(root / "results" / "full" / f"{ch}.ipynb") for ch in full_chapters}
+        return cls(entries, recs, glue, full, None if killed is None else dict(killed))
 
 
 @dataclass
@@ -230,20 +234,18 @@ def _glued(ref: GlueRef | None, values: Mapping[str, Mapping[str, Any]], problem
     return chapter_values[ref.key]
 
 
-def _effect_text(ev: Evidence, values, problems: list[str], where: str) -> str:
-    eff, lo, hi = (_glued(r, values, problems, where) for r in (ev.effect, ev.lo, ev.hi))
-    if not isinstance(eff, (int, float)):
+def _effect_text(effect: Any, lo: Any, hi: Any) -> str:
+    if not isinstance(effect, (int, float)):
         return ""
-    text = f"{eff:+.3f}"
+    text = f"{effect:+.3f}"
     if isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
         text += f" [{lo:+.3f}, {hi:+.3f}]"
     return text
 
 
 def _comparison(ev: Evidence, values, problems: list[str], where: str, expects: str) -> tuple[str, str]:
-    verdict = _glued(ev.verdict, values, problems, where)
-    effect = _glued(ev.effect, values, [], where)
-    text = _effect_text(ev, values, problems, where)
+    verdict, effect, lo, hi = (_glued(r, values, problems, where) for r in (ev.verdict, ev.effect, ev.lo, ev.hi))
+    text = _effect_text(effect, lo, hi)
     if ev.verdict is None:
         return "", text
     if verdict is None:
@@ -311,7 +313,7 @@ def score(entry: PaperClaim, sources: Sources) -> Scored:
 
 
 def score_all(sources: Sources) -> list[Scored]:
-    return [score(e, sources) for e in registry()]
+    return [score(e, sources) for e in sources.entries]
 
 
 def headline(scored: Scored) -> str:
@@ -343,18 +345,18 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _links(chapters: Sequence[str], full: bool) -> str:
+def _links(chapters: Sequence[str], full_glue: Mapping[str, Mapping[str, Any]]) -> str:
+    """Each chapter, and its committed full-scale run where the entry names one (``full_glue`` holds it)."""
     docs = [f"{{doc}}`/notebooks/{ch}`" for ch in chapters]
-    if full:
-        docs += [f"{{doc}}`full scale </results/full/{ch}>`" for ch in chapters
-                 if (runtime.repo_root() / "results" / "full" / f"{ch}.ipynb").is_file()]
+    docs += [f"{{doc}}`full scale </results/full/{ch}>`" for ch in chapters if full_glue.get(ch)]
     return ", ".join(docs)
 
 
 def scorecard_markdown(claims_dir: Path, root: Path | None = None,
-                       killed: Mapping[tuple[str, str], bool] | None = None) -> str:
+                       killed: Mapping[tuple[str, str], str] | None = None) -> str:
     """The scorecard page's generated part: a red box naming every problem, then one table per Part."""
-    scored = score_all(Sources.load(claims_dir, root, killed))
+    sources = Sources.load(claims_dir, root, killed)
+    scored = score_all(sources)
     lines: list[str] = []
     red = [s for s in scored if s.problems]
     if red:
@@ -373,6 +375,6 @@ def scorecard_markdown(claims_dir: Path, root: Path | None = None,
             full = f"{s.full} {s.full_effect}".strip()
             lines.append(f"| {i} | {_cell(e.statement)} ({_cell(e.section)}, {{cite}}`{e.paper}`) | {e.kind} | "
                          f"{_cell(verdict)} | {_cell(s.book_effect)} | {_cell(full)} | "
-                         f"{_links(e.chapters, bool(e.full))} |")
+                         f"{_links(e.chapters, sources.full_glue if e.full else {})} |")
         lines.append("")
     return "\n".join(lines)

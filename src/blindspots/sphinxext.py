@@ -133,27 +133,34 @@ def _source_read(app, docname: str, source: list[str]) -> None:
         from .scorecard import scorecard_markdown
 
         source[0] = source[0] + "\n" + scorecard_markdown(_claims_dir(app), Path(app.confdir),
-                                                           killed_at_notebook_level(_claims_dir(app)))
+                                                           kill_levels(_claims_dir(app)))
     elif kind == "preface" and PREFACE_COUNTS_MARKER in source[0]:
         source[0] = source[0].replace(PREFACE_COUNTS_MARKER, preface_counts(_claims_dir(app), Path(app.confdir)))
 
 
-def killed_at_notebook_level(claims_dir: Path) -> dict[tuple[str, str], str] | None:
-    """(chapter, claim id) -> how the last planted-error run killed it: ``"notebook"`` (through the chapter's
-    code), ``"unit"`` (only a unit test of its statistic) or ``"none"``; None where no such run left records.
-    A claim absent from the map had no planted error in that run."""
+def _kill_level(runs: list[dict]) -> str | None:
+    """How the planted errors aimed at one claim killed it: ``"notebook"`` (through the chapter's code),
+    ``"unit"`` (only a unit test of its statistic) or ``"none"``; None when no planted error aimed at it."""
+    if not runs:
+        return None
+    levels = {m["level"] for m in runs if m["killed"]}
+    return "notebook" if "notebook" in levels else "unit" if levels else "none"
+
+
+def kill_levels(claims_dir: Path) -> dict[tuple[str, str], str] | None:
+    """(chapter, claim id) -> :func:`_kill_level` in the last planted-error run; None where no such run left
+    records. A claim absent from the map had no planted error in that run."""
     by_claim, summary = _mutant_records(claims_dir)
     if summary is None and not by_claim:
         return None
-    levels = {key: {m["level"] for m in recs if m["killed"]} for key, recs in by_claim.items()}
-    return {key: "notebook" if "notebook" in lv else "unit" if lv else "none" for key, lv in levels.items()}
+    return {key: _kill_level(runs) for key, runs in by_claim.items()}
 
 
 def preface_counts(claims_dir: Path, root: Path) -> str:
     """The preface's sentences on what holds, one per Part, from the scorecard's verdicts."""
     from .scorecard import PARTS, Sources, counts_sentence, score_all
 
-    scored = score_all(Sources.load(claims_dir, root, killed_at_notebook_level(claims_dir)))
+    scored = score_all(Sources.load(claims_dir, root, kill_levels(claims_dir)))
     return "\n".join(f"- {counts_sentence(part, scored)}" for part in PARTS)
 
 
@@ -260,12 +267,11 @@ def mutation_score_lines(records: list[dict], mutants: dict[tuple[str, str], lis
     verifications killed only by a unit test of the claim's statistic are counted apart, not in the score."""
     ver = [r for r in records if r.get("kind") == "verification"]
 
-    def levels(r: dict) -> set[str]:
-        return {m["level"] for m in mutants.get((r.get("notebook"), r["id"]), []) if m["killed"]}
+    def level(r: dict) -> str | None:
+        return _kill_level(mutants.get((r.get("notebook"), r["id"]), []))
 
     def counts(rows: list[dict]) -> tuple[int, int, int]:
-        return (sum("notebook" in levels(r) for r in rows),
-                sum(bool(levels(r)) and "notebook" not in levels(r) for r in rows), len(rows))
+        return sum(level(r) == "notebook" for r in rows), sum(level(r) == "unit" for r in rows), len(rows)
 
     nb, unit_only, n = counts(ver)
     pct = f" ({100 * nb / n:.0f} %)" if n else ""
