@@ -220,3 +220,16 @@ def test_claim_effect_counts_the_seed_spread(records):
 def test_seed_effect_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         claims.seed_effect(**kwargs)
+
+
+def test_printed_claims_and_table_fit_the_page(records, capsys):
+    long_id = "a-claim-id-much-longer-than-the-table-column"
+    claims.claim_bound(long_id, "a criterion " * 12, 0.5, "<=", 1.0, kind="sanity", show="pass")
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 1 and all(len(ln) <= claims.LINE_WIDTH for ln in lines)
+    assert lines[0].startswith(f"[PASS] {long_id} (sanity):")
+    assert all(ln.startswith("    ") and not ln.startswith("     ") for ln in lines[1:])
+    rows = claims.table().splitlines()
+    assert all(len(r) <= claims.LINE_WIDTH for r in rows)
+    i = next(k for k, r in enumerate(rows) if r.startswith(long_id))
+    assert rows[i].split() == [long_id, "sanity"] and rows[i + 1].split()[:2] == ["0.5", "<="]

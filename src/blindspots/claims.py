@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -38,6 +39,7 @@ from . import runtime
 RELATIONS = ("==", "<=", ">=", "<", ">")
 KINDS = ("verification", "consistency", "sanity")
 SHOW = (True, False, "value", "pass")
+LINE_WIDTH = 90  # printed claims and tables fit a page of the book without scrolling
 MARGIN_WARNING = 0.8  # the report flags claims that used more than this share of their tolerance
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
@@ -118,20 +120,26 @@ class Claim:
     def pass_line(self) -> str:
         """The id, kind and criterion, without values: identical on any machine while it passes."""
         mark = "PASS" if self.passed else "FAIL"
-        return f"[{mark}] {self.id} ({self.kind}): {self.statement}"
+        return _wrap(f"[{mark}] {self.id} ({self.kind}): {self.statement}")
 
     def line(self) -> str:
         mark = "PASS" if self.passed else "FAIL"
         m, e = _round(self.measured, self.digits), _round(self.expected, self.digits)
         if self.relation == "==":
-            return f"[{mark}] {self.id}: measured {m}, expected {e} ± {_round(self.tolerance, 2)}"
+            return _wrap(f"[{mark}] {self.id}: measured {m}, expected {e} ± {_round(self.tolerance, 2)}")
         slack = f" (slack {_round(self.tolerance, 2)})" if self.tolerance else ""
-        return f"[{mark}] {self.id}: measured {m} {self.relation} {e}{slack}"
+        return _wrap(f"[{mark}] {self.id}: measured {m} {self.relation} {e}{slack}")
 
     __str__ = line
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _wrap(text: str) -> str:
+    """A printed claim in lines of at most ``LINE_WIDTH`` characters, continuation lines indented."""
+    return textwrap.fill(text, LINE_WIDTH, subsequent_indent="    ", break_long_words=False,
+                         break_on_hyphens=False)
 
 
 def _check_number(name: str, value: Any) -> float:
@@ -168,6 +176,9 @@ def session_claims() -> list[Claim]:
     return list(latest.values())
 
 
+_ID_COLUMN = 32  # ids longer than this print on a line of their own
+
+
 def table(claims: list[Claim] | None = None) -> str:
     """A plain-text table of claims (default: this run's) with their margins; printed and returned.
 
@@ -175,18 +186,24 @@ def table(claims: list[Claim] | None = None) -> str:
     last digits between machines, the pass lines that nbval checks do not.
     """
     rows = session_claims() if claims is None else claims
-    head = f"{'claim':<44} {'kind':<12} {'measured':>11} {'rel':>2} {'expected':>11} {'tol/slack':>9} {'margin':>7}"
+    head = (f"{'claim':<{_ID_COLUMN}} {'kind':<12} {'measured':>10} {'rel':>3} {'expected':>10} "
+            f"{'tol/slack':>9} {'margin':>6}")
     lines = [head, "-" * len(head)]
     for c in rows:
         m = "-" if c.margin is None else ("inf" if math.isinf(c.margin) else f"{c.margin:.2f}")
         flag = " !" if (c.margin is not None and c.margin > MARGIN_WARNING) else ""
-        lines.append(f"{c.id[:44]:<44} {c.kind:<12} {_round(c.measured, 5):>11} {c.relation:>2} "
-                     f"{_round(c.expected, 5):>11} {_round(c.tolerance, 2):>9} {m:>7}{flag}")
+        values = (f"{_round(c.measured, 5):>10} {c.relation:>3} {_round(c.expected, 5):>10} "
+                  f"{_round(c.tolerance, 2):>9} {m:>6}{flag}")
+        if len(c.id) <= _ID_COLUMN:
+            lines.append(f"{c.id:<{_ID_COLUMN}} {c.kind:<12} {values}")
+        else:  # a long id keeps its row's first two words (id, kind); the values go below
+            lines.append(f"{c.id} {c.kind}")
+            lines.append(f"{'':<{_ID_COLUMN}} {'':<12} {values}")
     n_ver = sum(c.kind == "verification" for c in rows)
     lines.append(f"{len(rows)} claims: {n_ver} verifications, "
                  f"{sum(c.kind == 'consistency' for c in rows)} consistency, "
-                 f"{sum(c.kind == 'sanity' for c in rows)} sanity; "
-                 f"margin = share of the tolerance used ('!' above {MARGIN_WARNING})")
+                 f"{sum(c.kind == 'sanity' for c in rows)} sanity;")
+    lines.append(f"margin = share of the tolerance used ('!' above {MARGIN_WARNING})")
     text = "\n".join(lines)
     print(text)
     return text

@@ -92,3 +92,37 @@ def theory_and_measured(ax, x: Sequence[float], theory: Sequence[float] | None,
         else:
             ax.errorbar(x, measured, yerr=np.asarray(yerr), capsize=2, **kw)
     return ax
+
+
+def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, caption: str | None = None,
+               align: str | None = None):
+    """A result table rendered as HTML, for tables too wide for a line of text.
+
+    ``rows`` hold cells already formatted as the reader should see them (``str()`` of each is
+    shown, HTML-escaped). ``align`` is one letter per column (``l`` or ``r``; default: the first
+    column left, the others right). Returns an ``IPython.display.HTML`` object: the last
+    expression of a cell, or passed to ``display``.
+    """
+    from html import escape
+
+    from IPython.display import HTML
+
+    width = len(header)
+    if width == 0:
+        raise ValueError("header must name at least one column")
+    for i, row in enumerate(rows):
+        if len(row) != width:
+            raise ValueError(f"rows[{i}] has {len(row)} cells; header has {width} (every row needs one per column)")
+    align = align or "l" + "r" * (width - 1)
+    if len(align) != width or set(align) - {"l", "r"}:
+        raise ValueError(f"align must be {width} letters, each 'l' or 'r'; got {align!r}")
+    side = {"l": "left", "r": "right"}
+
+    def cells(tag: str, values: Sequence[Any]) -> str:
+        return "".join(f'<{tag} style="text-align:{side[a]}">{escape(str(v))}</{tag}>'
+                       for a, v in zip(align, values))
+
+    body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
+    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
+    return HTML(f'<table class="blindspots-table">{cap}<thead><tr>{cells("th", header)}</tr></thead>'
+                f"<tbody>{body}</tbody></table>")

@@ -190,8 +190,9 @@ class Run:
         if claims.session_claims():
             claims.table()
             print()
-        print(f"{self.chapter}: scale={self.scale}, device={self.device}, "
-              f"threads={self.threads}, elapsed {record['elapsed_s']:.1f} s")
+        # two lines, so that the longest chapter name on a GPU still fits a printed page
+        print(f"{self.chapter}: scale={self.scale}, device={self.device},\n"
+              f"  threads={self.threads}, elapsed {record['elapsed_s']:.1f} s")
         return record
 
 

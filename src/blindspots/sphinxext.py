@@ -425,17 +425,16 @@ def committed_run_record(root: Path, chapter: str) -> dict | None:
             return rec if isinstance(rec, dict) and rec.get("chapter") == chapter else None
     # ``run.report();`` shows no value, only the line it prints
     for out in cells[-1].get("outputs", []):
-        for line in "".join(out.get("text", "")).splitlines():
-            m = _REPORT_LINE.fullmatch(line.strip())
-            if m and m["chapter"] == chapter:
+        for m in _REPORT_LINE.finditer("".join(out.get("text", ""))):
+            if m["chapter"] == chapter:
                 return {"chapter": chapter, "scale": m["scale"], "device": m["device"],
                         "threads": int(m["threads"]), "elapsed_s": float(m["elapsed"])}
     return None
 
 
-#: The line ``Run.report`` prints.
-_REPORT_LINE = re.compile(r"(?P<chapter>\S+): scale=(?P<scale>\w+), device=(?P<device>\S+), "
-                          r"threads=(?P<threads>\d+), elapsed (?P<elapsed>[0-9.]+) s")
+#: The lines ``Run.report`` prints (one line in runs committed before it broke them in two).
+_REPORT_LINE = re.compile(r"^(?P<chapter>\S+): scale=(?P<scale>\w+), device=(?P<device>[^,\s]+),\s+"
+                          r"threads=(?P<threads>\d+), elapsed (?P<elapsed>[0-9.]+) s$", re.MULTILINE)
 
 
 def _tool_versions() -> str:
@@ -564,7 +563,7 @@ def mark_claims(doctree, known: list[str] | None = None, failed_records: list[st
 
     A claim's pass line (``[PASS] id ...``) is where it was made; a claim printed with ``show=False``
     has only its row in the ``run.report()`` table, which is used instead (``known``: the chapter's
-    recorded ids, since that table cuts ids at 44 characters). Failures come from ``[FAIL]`` lines
+    recorded ids, since tables of earlier runs cut ids at 44 characters). Failures come from ``[FAIL]`` lines
     in the outputs and from ``failed_records`` (the last run's records). ``full_scale``: a committed
     appendix page, whose claims the report (built from this build's runs) does not list. Returns what was done:
     ``{"anchors": {id: anchor}, "failed": [ids]}``.
@@ -590,7 +589,7 @@ def mark_claims(doctree, known: list[str] | None = None, failed_records: list[st
         if cid in anchored:
             continue
         for block, rows in zip(blocks, table_rows):
-            if any(head == cid[:44] for head, _ in rows):
+            if any(head in (cid, cid[:44]) for head, _ in rows):
                 anchored[cid] = claim_anchor(cid)
                 block["ids"].append(anchored[cid])
                 break
