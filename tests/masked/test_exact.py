@@ -291,3 +291,30 @@ def test_profile_rejects_non_integer_visible_sizes():
         exact.discrepancy_profile(ProductLaw(0.6), 31, 2.7, 0.5, [0.3])
     with pytest.raises(ValueError, match="m must"):
         exact.discrepancy_profile(ProductLaw(0.6), 31, [1, 2.7], 0.5, [0.3])
+
+
+def test_witness_grid_spans_the_witness_interval_and_contains_w():
+    g = exact.witness_grid(0.9, 201)
+    assert g.size == 201 and g.min() == pytest.approx(0.05) and g.max() == pytest.approx(0.95)
+    assert 0.9 in g and np.all(np.diff(g) > 0)
+    with pytest.raises(ValueError, match="w must lie"):
+        exact.witness_grid(1.0, 5)
+    with pytest.raises(ValueError, match="n must be"):
+        exact.witness_grid(0.5, 1)
+
+
+def test_fitted_rate_of_law_p_approaches_the_bhattacharyya_rate():
+    law = ProductLaw(0.6)
+    prof = exact.discrepancy_profile(law, 255, np.arange(0, 255), 0.9, exact.witness_grid(0.9, 11))
+    r_star = -0.5 * math.log(1 - 0.36)
+    assert exact.fitted_rate(prof, "U") == pytest.approx(r_star, rel=0.05)
+    assert exact.fitted_rate(prof, "D") == pytest.approx(r_star, rel=0.05)
+    with pytest.raises(ValueError, match="which must be"):
+        exact.fitted_rate(prof, "V")
+    with pytest.raises(ValueError, match="window"):
+        exact.fitted_rate(prof, "U", (0.5, 0.5))
+
+
+def test_timed_against_enumeration_returns_two_positive_times():
+    brute, eng = exact.timed_against_enumeration(ProductLaw(0.6), 7, 0.9, [0.3, 0.7])
+    assert brute > 0 and eng > 0

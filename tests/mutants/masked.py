@@ -78,13 +78,32 @@ MUTANTS += [
                          f"lambda theta: _orig(theta) * (1.1 if theta == {t} else 1.0)"))
       for t in ("0.6", "0.8")],
     # cw-barrier-rate is a sanity record (no a-priori bound on the finite-size correction of the barrier rate).
-    Mutant("masked-02-window-uncertified", "masked/02_mode_blindness", "cw-window-matches-full-table",
-           "the Curie-Weiss window of classes is never widened: the classes left out are taken to weigh nothing",
-           patch="import math as _math\nimport blindspots.masked.exact as _e\n"
-                 "_e._log_left_out_bound = lambda lo, lb, lh: -_math.inf\n"),
     Mutant("masked-02-barrier", "masked/02_mode_blindness", "cw-barrier-sandwich",
            "Curie-Weiss free-energy barrier Delta F 15 % too large (the sandwich claim comes before the sanity slope record)",
            patch=_wrap("blindspots.masked.theory", "cw_barrier", "lambda beta: 1.15 * _orig(beta)")),
+    # ---------------------------------------------------------------- masked/exact_engine (appendix)
+    # Defects of the engine that only large N reaches: chapter 02's sizes (N <= 1023) pass with them.
+    *[Mutant(f"masked-engine-long-rate-drift-theta{t}", "masked/exact_engine", f"decay-rate-long-theta{t}",
+             f"law P at theta={t}: the engine's log U drifts by 1e-6 per visible coordinate at N > 2000, as a "
+             "sum that loses a little mass per term would",
+             patch="import dataclasses as _dc\nimport blindspots.masked.exact as _m\n"
+                   "_orig = _m.discrepancy_profile\n"
+                   "def _patched(law, N, ms, w, lams, *a, **k):\n"
+                   "    prof = _orig(law, N, ms, w, lams, *a, **k)\n"
+                   f"    hit = N > 2000 and getattr(law, 'theta', None) == {t}\n"
+                   "    return _dc.replace(prof, log_U=prof.log_U - 1e-6 * prof.ms) if hit else prof\n"
+                   "_m.discrepancy_profile = _patched\n")
+      for t in ("0.6", "0.8")],
+    Mutant("masked-engine-long-cw-normaliser", "masked/exact_engine", "cw-barrier-sandwich-long",
+           "law C: the engine's U off by a factor e^20 at N > 2000, as a normaliser summed over a truncated "
+           "range of magnetisations would be",
+           patch=_wrap("blindspots.masked.exact", "log_residual_uncertainty",
+                       "lambda law, N, *a, **k: _orig(law, N, *a, **k) "
+                       "- (20.0 if N > 2000 and hasattr(law, 'beta') else 0.0)")),
+    Mutant("masked-engine-window-uncertified", "masked/exact_engine", "cw-window-matches-full-table",
+           "the Curie-Weiss window of classes is never widened: the classes left out are taken to weigh nothing",
+           patch="import math as _math\nimport blindspots.masked.exact as _e\n"
+                 "_e._log_left_out_bound = lambda lo, lb, lh: -_math.inf\n"),
     # cw-null-no-blindness-w* are sanity records (their tolerance is extrapolated from the same sequence): no mutant.
     # ---------------------------------------------------------------- masked/03_information_decomposition
     # curvature-identity-engine (D and U from one posterior table) and full-mask-binary-kl (01's check repeated) are

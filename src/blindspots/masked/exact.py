@@ -633,6 +633,19 @@ def residual_uncertainty(law: Law, N: int, m: int, w: float, method: str = "auto
     return float(np.exp(log_residual_uncertainty(law, N, m, w, method)))
 
 
+def witness_grid(w: float, n: int) -> np.ndarray:
+    """``n`` evenly spaced witness weights on ``J = [c0/2, 1 - c0/2]`` (``c0 = min(w, 1 - w)``), the one
+    nearest ``w`` replaced by ``w`` itself, so that a profile contains the exact zero ``D(w) = 0``."""
+    if not 0.0 < w < 1.0:
+        raise ValueError(f"w must lie in (0, 1), got {w!r}")
+    if int(n) != n or n < 2:
+        raise ValueError(f"n must be an integer >= 2, got {n!r}")
+    c0 = min(w, 1.0 - w)
+    grid = np.linspace(c0 / 2.0, 1.0 - c0 / 2.0, int(n))
+    grid[np.argmin(np.abs(grid - w))] = w
+    return grid
+
+
 def visible_grid(N: int, small=(0, 1, 2, 4)) -> np.ndarray:
     """Dyadic visible sizes ``1, 2, 4, ... < N`` with ``0`` and ``N//4, N//2, 3N//4``."""
     N = check_N(N)
@@ -678,3 +691,40 @@ def discrepancy_profile(law: Law, N: int, ms, w: float, lams, method: str = "aut
         logD[i] = _log_D_from_table(tab, lams, prune=(method != "direct"))
         logU[i] = _lse(tab.log_prob + tab.log_s)
     return Profile(law=law, N=N, w=float(w), ms=ms, lams=lams, log_D=logD, log_U=logU)
+
+
+def fitted_rate(prof: Profile, which: str = "U", window: tuple[float, float] = (0.125, 0.5)) -> float:
+    """Decay rate of a profile in ``m``: minus the least-squares slope of ``log U_{N,m}`` (``which="U"``) or
+    of ``log sup_lambda D_{N,m}`` (``which="D"``) on the visible sizes ``window[0] N <= m <= window[1] N``."""
+    if which not in ("U", "D"):
+        raise ValueError(f"which must be 'U' or 'D', got {which!r}")
+    lo, hi = window
+    if not 0.0 <= lo < hi <= 1.0:
+        raise ValueError(f"window must satisfy 0 <= window[0] < window[1] <= 1, got {window!r}")
+    sel = (prof.ms >= lo * prof.N) & (prof.ms <= hi * prof.N)
+    if sel.sum() < 2:
+        raise ValueError(f"window {window!r} holds {int(sel.sum())} of the profile's visible sizes; need >= 2")
+    y = prof.log_D.max(axis=1) if which == "D" else prof.log_U
+    return float(-np.polyfit(prof.ms[sel].astype(float), y[sel], 1)[0])
+
+
+def timed_against_enumeration(law: Law, N: int, w: float, lams) -> tuple[float, float]:
+    """Seconds for ``D_{N,m}(lambda)`` at every ``m`` and the given ``lams``: by brute-force enumeration of
+    the ``2^N`` states (one visible set per ``m``, which exchangeability allows), then by a cold engine
+    profile. A timing, for the benchmark and the engine's page; it asserts nothing."""
+    import time
+
+    from . import enumeration as en
+
+    ms = list(range(N + 1))
+    t0 = time.perf_counter()
+    p = en.mixture_table(law, N, w)
+    for lam in lams:
+        q = en.witness_table(law, N, lam)
+        for m in ms:
+            en.masked_discrepancy_joint(p, q, N, m, subsets="first")
+    brute = time.perf_counter() - t0
+    clear_cache()
+    t0 = time.perf_counter()
+    discrepancy_profile(law, N, ms, w, np.asarray(lams, dtype=float))
+    return brute, time.perf_counter() - t0

@@ -67,21 +67,30 @@ PRESETS["masked/01_setup"] = {
 PRESETS["masked/02_mode_blindness"] = {
     "smoke": {"N": [127, 255], "w": [0.5, 0.9], "theta": [0.6, 0.8], "beta": [1.5, 0.5],
               "n_lambda": 21, "m_points": 40, "fit_window": [0.125, 0.5], "small_s": [0, 1, 2, 4],
-              "fraction": 0.5, "rate_tol": 0.05, "N_tv": 7, "barrier_N": [127, 1023],
-              "N_long": 16383, "long_fractions": [0.1, 0.3, 0.5, 0.7, 0.85, 0.9], "long_small_m": 16,
-              "bert_mask": 0.15, "window_N": 16383},
+              "fraction": 0.5, "rate_tol": 0.05, "N_tv": 7, "barrier_N": [127, 1023]},
     "book": {"N": [127, 255, 511, 1023], "w": [0.5, 0.9], "theta": [0.6, 0.8], "beta": [1.5, 0.5],
              "n_lambda": 201, "m_points": 128, "fit_window": [0.125, 0.5], "small_s": [0, 1, 2, 4],
-             "fraction": 0.5, "rate_tol": 0.05, "N_tv": 11, "barrier_N": [127, 255, 511, 1023],
-             "N_long": 1048575, "long_fractions": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9],
-             "long_small_m": 64, "bert_mask": 0.15, "window_N": 65535},
+             "fraction": 0.5, "rate_tol": 0.05, "N_tv": 11, "barrier_N": [127, 255, 511, 1023]},
     "full": {"N": [127, 255, 511, 1023, 4095, 16383, 65535], "w": [0.5, 0.9], "theta": [0.6, 0.8],
              "beta": [1.5, 0.5], "n_lambda": 201, "m_points": 128, "fit_window": [0.125, 0.5],
              "small_s": [0, 1, 2, 4], "fraction": 0.5, "rate_tol": 0.05, "N_tv": 11,
-             "barrier_N": [127, 255, 511, 1023, 4095, 16383, 65535],
-             "N_long": 1048575, "long_fractions": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6,
-                                                   0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95],
-             "long_small_m": 256, "bert_mask": 0.15, "window_N": 262143},
+             "barrier_N": [127, 255, 511, 1023, 4095, 16383, 65535]},
+}
+
+# Appendix: the exact engine (timings against enumeration, the million-token profiles, the certified window).
+_ENGINE_COMMON = {"w": [0.5, 0.9], "theta": [0.6, 0.8], "beta": [1.5, 0.5], "fit_window": [0.125, 0.5],
+                  "fraction": 0.5, "bert_mask": 0.15, "N_cold": 1023}
+PRESETS["masked/exact_engine"] = {
+    "smoke": {**_ENGINE_COMMON, "n_lambda": 21, "N_long": 16383,
+              "long_fractions": [0.1, 0.3, 0.5, 0.7, 0.85, 0.9], "long_small_m": 16, "window_N": 16383,
+              "N_bench": [9, 11], "N_cold": 255},
+    "book": {**_ENGINE_COMMON, "n_lambda": 201, "N_long": 1048575,
+             "long_fractions": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9], "long_small_m": 64,
+             "window_N": 65535, "N_bench": [13, 15]},
+    "full": {**_ENGINE_COMMON, "n_lambda": 201, "N_long": 1048575,
+             "long_fractions": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6,
+                                0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95],
+             "long_small_m": 256, "window_N": 262143, "N_bench": [13, 15, 17]},
 }
 
 # Chapter 3: information decomposition and sensitivity.
