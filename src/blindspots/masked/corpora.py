@@ -197,9 +197,12 @@ class PairData:
         return int(np.unique(self.groups_test).size)
 
     def describe(self) -> str:
-        return (f"{self.modes[0]} vs {self.modes[1]}: windows of {self.length} bytes, train {len(self.y_train)} "
-                f"({int(self.y_train.sum())} / {int((1 - self.y_train).sum())}), test {len(self.y_test)} "
-                f"({int(self.y_test.sum())} / {int((1 - self.y_test).sum())}) from {self.n_test_docs} documents")
+        """Two lines (the second indented), each short enough for a printed page."""
+        return (f"{self.modes[0]} vs {self.modes[1]}: windows of {self.length} bytes\n"
+                f"  train {len(self.y_train)} ({int(self.y_train.sum())} / "
+                f"{int((1 - self.y_train).sum())}), test {len(self.y_test)} "
+                f"({int(self.y_test.sum())} / {int((1 - self.y_test).sum())}) "
+                f"from {self.n_test_docs} documents")
 
 
 def _balance(y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
