@@ -137,3 +137,12 @@ def test_depth_claim_fails_when_meta_carries_nothing_at_one_layer():
         d["meta"]["curve"]["bce"][-1] = d["baseline"]["curve"]["bce"][-1] + rng.normal(0, 1e-3)
     with pytest.raises(ClaimFailed):
         make(planted, cid)
+
+
+def test_premises_are_sanity_records_and_the_comparisons_verifications():
+    assert piql.claim_kind("pi-piql-baseline-learns") == "sanity"
+    assert piql.claim_kind("pi-probe-family-decodable") == "sanity"
+    assert piql.claim_kind("pi-piql-meta-lowers-loss") == "verification"
+    assert piql.claim_kind("pi-depth-meta-lowers-loss-at-one-layer") == "verification"
+    with pytest.raises(ValueError, match="cid must be one of"):
+        piql.claim_kind("pi-unknown")

@@ -200,3 +200,10 @@ def test_mutant_program_not_fed_fails_program_below_rd(records):
     # the head fed the student's embedding instead of the program is the deployed student
     with pytest.raises(claims.ClaimFailed, match="pi-tf-program-below-rd"):
         _claim("pi-tf-program-below-rd", _planted(_book_results(), "with program", "student"))
+
+
+def test_the_program_premise_is_a_sanity_record():
+    assert tf.effect_kind("pi-tf-program-below-rd") == "sanity"
+    assert tf.effect_kind("pi-tf-student-below-scratch") == "verification"
+    with pytest.raises(ValueError, match="cid must be one of"):
+        tf.effect_kind("pi-unknown")

@@ -461,6 +461,18 @@ PROBE_CLAIMS: dict = {
 }
 LEARNS_AUROC = 0.75
 CHANCE_FAMILY = 1.0 / 3.0
+#: Claims of TRAINING_CLAIMS / PROBE_CLAIMS that check a premise of the comparisons, not a result of the paper:
+#: the baseline learns (the positive control), the student learns at all, the family is decodable at all.
+#: They are sanity records; every other training claim is a verification.
+PREMISE_CLAIMS = ("pi-piql-baseline-learns", "pi-piql-student-learns", "pi-probe-family-decodable")
+
+
+def claim_kind(cid: str) -> str:
+    """``"sanity"`` for a premise (:data:`PREMISE_CLAIMS`), ``"verification"`` for the other training claims."""
+    known = {**TRAINING_CLAIMS, **PROBE_CLAIMS, **DEPTH_CLAIMS}
+    if cid not in known:
+        raise ValueError(f"cid must be one of {sorted(known)}, got {cid!r}")
+    return "sanity" if cid in PREMISE_CLAIMS else "verification"
 
 
 def claim_samples(results: list, cid: str) -> tuple[np.ndarray, np.ndarray, float]:

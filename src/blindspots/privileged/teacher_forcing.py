@@ -288,6 +288,16 @@ TRAINING_EFFECTS: dict = {
     "pi-tf-schedule-below-aux": "(scratch - embed loss only) - (embed loss only - student)",
     "pi-tf-program-below-rd": "R_D - with program",
 }
+#: The premise among them: the head fed the true program does better than R_D (the privileged
+#: information can be used at all). A sanity record; the other effects are verifications.
+PREMISE_EFFECTS = ("pi-tf-program-below-rd",)
+
+
+def effect_kind(cid: str) -> str:
+    """``"sanity"`` for a premise (:data:`PREMISE_EFFECTS`), ``"verification"`` for the other effects."""
+    if cid not in TRAINING_EFFECTS:
+        raise ValueError(f"cid must be one of {sorted(TRAINING_EFFECTS)}, got {cid!r}")
+    return "sanity" if cid in PREMISE_EFFECTS else "verification"
 
 
 def effect_samples(results: list, cid: str):
