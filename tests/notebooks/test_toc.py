@@ -69,3 +69,15 @@ def test_full_scale_title_is_plain_text(nb):
     titles = [line for c in cells if c["cell_type"] == "markdown"
               for line in "".join(c["source"]).splitlines() if line.startswith("# ")]
     assert titles and "$" not in titles[0] and "\\" not in titles[0], f"{nb}: title {titles[:1]!r} holds TeX"
+
+
+@pytest.mark.parametrize("nb", toc_notebooks())
+def test_checked_cells_do_not_rely_on_a_trailing_semicolon(nb):
+    """nbval runs cells without storing them in IPython's history, and IPython looks for a cell's trailing
+    semicolon there: under nbval the semicolon does not hide the last value, so a checked cell shows an
+    output its committed copy lacks. Assign the value to ``_`` instead."""
+    cells = json.loads((ROOT / nb).read_text())["cells"]
+    bad = [i for i, c in enumerate(cells) if c["cell_type"] == "code"
+           and "".join(c["source"]).startswith("# NBVAL_CHECK_OUTPUT")
+           and "".join(c["source"]).rstrip().endswith(";")]
+    assert not bad, f"{nb}: checked cells {bad} end in ';' (nbval would see their value)"
