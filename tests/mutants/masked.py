@@ -39,14 +39,14 @@ def _wrap(module: str, name: str, body: str) -> str:
     return f"import {module} as _m\n_orig = _m.{name}\n_m.{name} = {body}\n"
 
 
-def _perturb_profile(when: str, log_d: str) -> str:
+def _perturb_profile(when: str, value: str, field: str = "log_D") -> str:
     """Patch ``exact.discrepancy_profile``: where ``when`` holds (names ``law, N, ms, w, lams``), the
-    profile's ``log_D`` becomes ``log_d`` (names ``prof``, ``_np``)."""
+    profile's ``field`` (``log_D`` or ``log_U``) becomes ``value`` (names ``prof``, ``_np``)."""
     return ("import numpy as _np\nimport dataclasses as _dc\nimport blindspots.masked.exact as _m\n"
             "_orig = _m.discrepancy_profile\n"
             "def _patched(law, N, ms, w, lams, *a, **k):\n"
             "    prof = _orig(law, N, ms, w, lams, *a, **k)\n"
-            f"    return _dc.replace(prof, log_D={log_d}) if {when} else prof\n"
+            f"    return _dc.replace(prof, {field}={value}) if {when} else prof\n"
             "_m.discrepancy_profile = _patched\n")
 
 
@@ -86,13 +86,8 @@ MUTANTS += [
     *[Mutant(f"masked-engine-long-rate-drift-theta{t}", "masked/exact_engine", f"decay-rate-long-theta{t}",
              f"law P at theta={t}: the engine's log U drifts by 1e-6 per visible coordinate at N > 2000, as a "
              "sum that loses a little mass per term would",
-             patch="import dataclasses as _dc\nimport blindspots.masked.exact as _m\n"
-                   "_orig = _m.discrepancy_profile\n"
-                   "def _patched(law, N, ms, w, lams, *a, **k):\n"
-                   "    prof = _orig(law, N, ms, w, lams, *a, **k)\n"
-                   f"    hit = N > 2000 and getattr(law, 'theta', None) == {t}\n"
-                   "    return _dc.replace(prof, log_U=prof.log_U - 1e-6 * prof.ms) if hit else prof\n"
-                   "_m.discrepancy_profile = _patched\n")
+             patch=_perturb_profile(f"N > 2000 and getattr(law, 'theta', None) == {t}",
+                                    "prof.log_U - 1e-6 * prof.ms", field="log_U"))
       for t in ("0.6", "0.8")],
     Mutant("masked-engine-long-cw-normaliser", "masked/exact_engine", "cw-barrier-sandwich-long",
            "law C: the engine's U off by a factor e^20 at N > 2000, as a normaliser summed over a truncated "

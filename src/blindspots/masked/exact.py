@@ -636,12 +636,12 @@ def residual_uncertainty(law: Law, N: int, m: int, w: float, method: str = "auto
 def witness_grid(w: float, n: int) -> np.ndarray:
     """``n`` evenly spaced witness weights on ``J = [c0/2, 1 - c0/2]`` (``c0 = min(w, 1 - w)``), the one
     nearest ``w`` replaced by ``w`` itself, so that a profile contains the exact zero ``D(w) = 0``."""
-    if not 0.0 < w < 1.0:
-        raise ValueError(f"w must lie in (0, 1), got {w!r}")
+    from .identifiability import mode_weight_interval  # J's one definition (checks w); imported on use
+
+    lo, hi = mode_weight_interval(w)
     if int(n) != n or n < 2:
         raise ValueError(f"n must be an integer >= 2, got {n!r}")
-    c0 = min(w, 1.0 - w)
-    grid = np.linspace(c0 / 2.0, 1.0 - c0 / 2.0, int(n))
+    grid = np.linspace(lo, hi, int(n))
     grid[np.argmin(np.abs(grid - w))] = w
     return grid
 
