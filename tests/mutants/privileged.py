@@ -1,12 +1,10 @@
 """Planted errors for Part III (privileged information). See ``registry.py``.
 
 Chapter 01's claims run in this order: pi-gap-identity, (pi-gap-label-vs-kl, consistency),
-pi-gap-non-increasing, pi-gap-two-term-constant, the d-grid constants, then the representation
-claims. Each patch below leaves every verification before its target intact. Chapter 02's
-training-effect claims need book-scale training; they are covered by unit-level mutants in
-tests/privileged/test_teacher_forcing.py, which feed the claim the book run's per-seed results
-(tests/privileged/data/tf_book_seeds.json) with one arm replaced by what a swapped model gives
-(two arms with the same configuration are the same model, tested there).
+(pi-gap-non-increasing, sanity), pi-gap-two-term-constant, the d-grid constants, then the
+representation claims. Each patch below leaves every verification before its target intact.
+The training-effect claims of chapters 02-05 need book-scale training: their planted errors run the
+chapter at book scale with the bug in every seed worker.
 """
 
 from mutants.registry import Mutant
@@ -86,13 +84,45 @@ from blindspots.privileged import representation as _rp
 _rp.CONTEXT_FEATURES["x2"] = lambda x: x  # the pooled second moment replaced by the mean
 """
 
+# An arm of the teacher-forcing table trained as scratch (no forcing, no embedding loss).
+_TF_ARM = """from blindspots.privileged import teacher_forcing as _tf
+_tf.ARMS[{arm!r}] = (False, False)
+"""
+# Meta-features misaligned in training: every batch's meta rows rolled by one task (evaluation is untouched).
+_META_MISALIGNED = """import torch as _torch
+from blindspots.privileged import piql as _piql
+if not hasattr(_piql, "_unplanted_fit_pfn"):
+    _piql._unplanted_fit_pfn = _piql.fit_pfn
+    def _misaligned_fit(model, batches, **kw):
+        def rolled():
+            for t in batches:
+                if t.get("meta") is not None:
+                    t = {**t, "meta": _torch.roll(t["meta"], shifts=1, dims=0)}
+                yield t
+        return _piql._unplanted_fit_pfn(model, rolled(), **kw)
+    _piql.fit_pfn = _misaligned_fit
+"""
+
+# Meta-features misaligned wherever a variant's tensors are assembled (training, evaluation, probes).
+_META_MISALIGNED_EVERYWHERE = """import torch as _torch
+from blindspots.privileged import piql as _piql
+if not hasattr(_piql, "_unplanted_for_variant"):
+    _piql._unplanted_for_variant = _piql._for_variant
+    def _misaligned(tensors, variant):
+        out = _piql._unplanted_for_variant(tensors, variant)
+        if out["meta"] is not None:
+            out["meta"] = _torch.roll(out["meta"], shifts=1, dims=0)
+        return out
+    _piql._for_variant = _misaligned
+"""
+
 MUTANTS: list[Mutant] = [
     Mutant("pi-posterior-logit-shift", GAP, "pi-gap-identity",
            "p(y|x,D) with its logit shifted by +1.5 (a wrong posterior predictive)",
            patch=_SHIFT.format(shift=1.5)),
     Mutant("pi-posterior-logit-shift-small", GAP, "pi-gap-identity",
            "p(y|x,D) with its logit shifted by +0.3", patch=_SHIFT.format(shift=0.3)),
-    Mutant("pi-context-dropped-at-nmax", GAP, "pi-gap-non-increasing",
+    Mutant("pi-context-dropped-at-nmax", GAP, "pi-gap-two-term-constant",
            "the largest context's sufficient statistics are lost (its posterior is the prior's: calibrated, "
            "but the gap rises)", patch=_DROP),
     Mutant("pi-fisher-sigma-wrong", GAP, "pi-gap-two-term-constant",
@@ -113,21 +143,19 @@ MUTANTS: list[Mutant] = [
            patch=_META_FIRST_POINTS),
     # pi-rep-meta-above-eps is a consistency record (a rule fitted in the class cannot beat the class's best);
     # pi-tf-program-below-rd is a sanity record (the premise that the program can be used at all): no mutants.
-    Mutant("pi-tf-student-is-scratch", TF, "pi-tf-student-below-scratch",
-           "the student arm trained without teacher forcing or embedding loss (a swapped model: it is scratch)",
-           unit="tests/privileged/test_teacher_forcing.py::test_mutant_student_is_scratch_fails_student_below_scratch"),
-    Mutant("pi-tf-ablation-is-scratch", TF, "pi-tf-aux-loss-effect",
-           "the embedding-loss-only arm trained without the embedding loss (a swapped model: it is scratch)",
-           unit="tests/privileged/test_teacher_forcing.py::test_mutant_ablation_is_scratch_fails_aux_loss_effect"),
-    Mutant("pi-tf-ablation-is-scratch-schedule", TF, "pi-tf-schedule-below-aux",
-           "the embedding-loss-only arm swapped for scratch, so the whole gain is credited to the schedule",
-           unit="tests/privileged/test_teacher_forcing.py::test_mutant_ablation_is_scratch_fails_schedule_below_aux"),
+    # teacher forcing's effects: only a book-scale run makes them; the bug is planted in every seed worker
+    Mutant("pi-tf-student-unforced", TF, "pi-tf-student-below-scratch",
+           "the arm table trains the student without teacher forcing or embedding loss (it is scratch)",
+           patch=_TF_ARM.format(arm="student"), scale="book", workers=True),
+    Mutant("pi-tf-ablation-without-embed-loss", TF, "pi-tf-aux-loss-effect",
+           "the arm table trains the embedding-loss-only arm without its embedding loss (it is scratch)",
+           patch=_TF_ARM.format(arm="embed loss only"), scale="book", workers=True,
+           also=("pi-tf-schedule-below-aux",)),
 ]
 
 # --- chapters 03-04: PIQL's training experiments (issue 12)
 PIQL = "privileged/03_piql_training"
 PROBES = "privileged/04_piql_probes"
-UNIT_PIQL = "tests/privileged/test_piql_claims.py::"
 # pi-odds-wdbc-isolation-forest, pi-piql-baseline-learns, pi-piql-student-learns and pi-probe-family-decodable are
 # sanity records (premises of the comparisons: the data's labels, the positive control): no mutants.
 MUTANTS += [
@@ -149,17 +177,17 @@ _piql.task_aurocs = _ordinal
            patch="""from blindspots.privileged import piql as _piql
 _piql._ranks = lambda x: x
 """),
-    Mutant("pi-piql-meta-shuffled-ignored", PIQL, "pi-piql-meta-used",
-           "meta-features shuffled across tasks in training: the model ignores its meta prefix",
-           unit=UNIT_PIQL + "test_meta_used_claim_fails_when_meta_was_shuffled_in_training"),
-    Mutant("pi-piql-meta-shuffled-no-gain", PIQL, "pi-piql-meta-lowers-loss",
-           "meta-features shuffled across tasks in training: the meta variant ends at the baseline's loss",
-           unit=UNIT_PIQL + "test_meta_lowers_loss_claim_fails_when_meta_carries_nothing"),
-    Mutant("pi-probe-meta-shuffled", PROBES, "pi-probe-meta-earlier",
-           "meta-features shuffled across tasks in training: the meta model's probes read what the baseline's do",
-           unit=UNIT_PIQL + "test_meta_earlier_claim_fails_when_meta_was_shuffled_in_training"),
+    # meta-PI's effects: only a book-scale run makes them; the bug is planted in every seed worker
+    Mutant("pi-piql-meta-misaligned", PIQL, "pi-piql-meta-used",
+           "in training, each task's meta-features are those of the next task in the batch",
+           patch=_META_MISALIGNED, scale="book", workers=True, also=("pi-piql-meta-lowers-loss",)),
+    # misaligned in training only, the meta prefix still reaches the probed layers at read-out (a kill by
+    # t = 2.1 against 2.57 on one run): the read-out is misaligned too
+    Mutant("pi-probe-meta-misaligned", PROBES, "pi-probe-meta-earlier",
+           "each task's meta-features are those of the next task, in training and when the layers are probed",
+           patch=_META_MISALIGNED_EVERYWHERE, scale="book", workers=True),
 ]
-MUTANTS.append(Mutant("pi-depth-meta-shuffled-no-gain", "privileged/05_piql_depth",
+MUTANTS.append(Mutant("pi-depth-meta-misaligned", "privileged/05_piql_depth",
                       "pi-depth-meta-lowers-loss-at-one-layer",
-                      "meta-features shuffled across tasks in training: at one layer meta ends at the baseline's loss",
-                      unit=UNIT_PIQL + "test_depth_claim_fails_when_meta_carries_nothing_at_one_layer"))
+                      "in training, each task's meta-features are those of the next task in the batch",
+                      patch=_META_MISALIGNED, scale="book", workers=True))
