@@ -31,7 +31,11 @@ def _with_patch(mutant, folder: Path) -> Path:
     nb = nbformat.read(ROOT / "notebooks" / f"{mutant.notebook}.ipynb", as_version=4)
     at = next(i for i, c in enumerate(nb.cells)
               if c.cell_type == "code" and "parameters" in c.metadata.get("tags", []))
+    # each planted run records its claims in a folder of its own, set in its kernel (the runs share this
+    # process's environment from several threads, and two runs of one chapter must not share its records)
+    records = folder / "claims" / mutant.id
     cell = nbformat.v4.new_code_cell("# planted error: " + mutant.what.replace("\n", " ") + "\n"
+                                     + f"import os as _os\n_os.environ['BLINDSPOTS_CLAIMS_DIR'] = {str(records)!r}\n"
                                      + planted_patch(mutant))
     nb.cells.insert(at + 1, cell)
     _, nb = nbformat.validator.normalize(nb)  # older notebooks carry no cell ids
@@ -44,9 +48,7 @@ def _with_patch(mutant, folder: Path) -> Path:
 def _run_notebook_mutant(mutant, folder: Path) -> dict:
     import papermill
 
-    path = _with_patch(mutant, folder)
-    env_dir = folder / "claims"  # planted runs must not overwrite the smoke or book records
-    os.environ["BLINDSPOTS_CLAIMS_DIR"] = str(env_dir)
+    path = _with_patch(mutant, folder)  # its claims go to a folder of its own, not the book's records
     try:
         papermill.execute_notebook(str(path), str(folder / f"{mutant.id}.out.ipynb"),
                                    parameters={"scale": mutant.scale}, kernel_name="python3",
