@@ -99,20 +99,13 @@ def outcomes(request, tmp_path_factory) -> dict:
     if len(chosen) == len(MUTANTS):
         for old_record in OUT.glob("*.json"):  # the report must not list mutants of an earlier registry
             old_record.unlink()
-    old = os.environ.get("BLINDSPOTS_CLAIMS_DIR")
     # the long book-scale runs first, so that they do not end the pool alone
     order = sorted(range(len(chosen)), key=lambda i: chosen[i].scale != "book")
-    try:
-        ran = Parallel(n_jobs=runtime.physical_cores(), backend="threading")(
-            delayed(_run_mutant)(chosen[i], folder) for i in order)
-        results = [None] * len(chosen)
-        for i, r in zip(order, ran):
-            results[i] = r
-    finally:
-        if old is None:
-            os.environ.pop("BLINDSPOTS_CLAIMS_DIR", None)
-        else:
-            os.environ["BLINDSPOTS_CLAIMS_DIR"] = old
+    ran = Parallel(n_jobs=runtime.physical_cores(), backend="threading")(
+        delayed(_run_mutant)(chosen[i], folder) for i in order)
+    results = [None] * len(chosen)
+    for i, r in zip(order, ran):
+        results[i] = r
     out = {m.id: r for m, r in zip(chosen, results)}
     for m in chosen:
         rec = {"id": m.id, "notebook": m.notebook, "kills": m.kills, "also": list(m.also), "what": m.what,
