@@ -203,3 +203,13 @@ def test_map_seeds_rejects_bad_environment_counts(monkeypatch, name, value):
     monkeypatch.setenv(name, value)
     with pytest.raises(ValueError, match=name):
         runtime.map_seeds(_seeded_draw, [0])
+
+
+def test_peak_memory_grows_with_a_large_array():
+    before = runtime.peak_memory_gib()
+    block = np.ones(2**27 // 8 * 3)  # 384 MiB, touched
+    block[::512] = 2.0
+    after = runtime.peak_memory_gib()
+    assert after >= before
+    assert after >= 0.375 * 0.9  # the process held at least the block at its peak
+    del block

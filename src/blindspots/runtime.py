@@ -181,6 +181,7 @@ class Run:
             "seed_worker_threads": int(os.environ.get("BLINDSPOTS_THREADS", "1")),
             # make test runs notebooks side by side (pytest-xdist): then the time is not this notebook's alone
             "notebooks_at_once": _env_count("PYTEST_XDIST_WORKER_COUNT", 1),
+            "peak_memory_gib": round(peak_memory_gib(), 3),
         }
         folder = chapter_records_dir(self.chapter)
         folder.mkdir(parents=True, exist_ok=True)
@@ -194,6 +195,21 @@ class Run:
         print(f"{self.chapter}: scale={self.scale}, device={self.device},\n"
               f"  threads={self.threads}, elapsed {record['elapsed_s']:.1f} s")
         return record
+
+
+def peak_memory_gib() -> float:
+    """Peak resident memory of this process so far, in GiB (``getrusage``'s ``ru_maxrss``).
+
+    Linux reports kibibytes and macOS bytes; on a platform without ``resource`` (Windows) returns ``nan``.
+    """
+    try:
+        import resource
+    except ImportError:
+        return float("nan")
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**30 if sys.platform == "darwin" else peak / 2**20
 
 
 def _torch_version() -> str | None:
