@@ -1,5 +1,6 @@
 import json
 
+import numpy as np
 import pytest
 
 from blindspots import claims, runtime
@@ -233,3 +234,24 @@ def test_printed_claims_and_table_fit_the_page(records, capsys):
     assert all(len(r) <= claims.LINE_WIDTH for r in rows)
     i = next(k for k, r in enumerate(rows) if r.startswith(long_id))
     assert rows[i].split() == [long_id, "sanity"] and rows[i + 1].split()[:2] == ["0.5", "<="]
+
+
+def test_holm_matches_the_step_down_rule():
+    from blindspots.claims import holm
+
+    assert holm([0.01, 0.03, 0.02, 0.005]) == pytest.approx([0.03, 0.04, 0.04, 0.02])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])  # monotone in the sorted order
+    with pytest.raises(ValueError, match="pvalues must lie in"):
+        holm([0.1, 1.5])
+
+
+def test_p_from_interval_inverts_a_paired_t_interval():
+    from scipy import stats
+
+    from blindspots.claims import p_from_interval, seed_effect
+
+    a, b = np.array([1.0, 1.4, 0.9, 1.6, 1.2]), np.array([0.8, 1.1, 1.0, 1.2, 0.9])
+    e = seed_effect(a, b, paired=True)
+    assert p_from_interval(e.difference, e.low, e.high, e.df) == pytest.approx(stats.ttest_rel(a, b).pvalue)
+    with pytest.raises(ValueError, match="low <= difference <= high"):
+        p_from_interval(1.0, 1.5, 2.0, 4)

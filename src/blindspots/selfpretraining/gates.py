@@ -30,6 +30,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .. import claims
+from ..claims import holm  # noqa: F401  (re-exported: the Part's tables use it)
 
 PLATEAU_MARGIN = 0.1  # nats below the unigram entropy of the masked tokens
 ALPHA = 0.05  # family-wise level of a table's tested rows (Holm)
@@ -300,21 +301,6 @@ def shortcut_accuracy(task: str, data: Mapping[str, np.ndarray], **kw: Any) -> f
 
 # ----------------------------------------------------------------------------
 # Verdicts
-
-def holm(pvalues: Sequence[float]) -> np.ndarray:
-    """Holm's step-down adjusted p-values (family-wise error control, any dependence)."""
-    p = np.asarray(pvalues, dtype=float).ravel()
-    if p.size == 0:
-        return p
-    if np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)):
-        raise ValueError("pvalues must lie in [0, 1]")
-    order = np.argsort(p, kind="stable")
-    m = p.size
-    adjusted = np.maximum.accumulate((m - np.arange(m)) * p[order])
-    out = np.empty(m)
-    out[order] = np.minimum(adjusted, 1.0)
-    return out
-
 
 def detectable_effect(sd: float, n: int, alpha: float = ALPHA, power: float = POWER) -> float:
     """Smallest mean paired difference a two-sided paired t test on ``n`` seeds at level ``alpha`` detects
