@@ -123,7 +123,8 @@ def test_train_arms_is_deterministic_and_arms_share_data_and_init():
     # two arms with the same configuration are the same model: data and initial weights are shared
     same = tf.train_arms(3, **TINY, arms={"student": (False, False), "scratch": (False, False)})
     assert same["excess"]["student"] == same["excess"]["scratch"] == a["excess"]["scratch"]
-    assert set(a["excess"]) == {"student", "scratch", "embed loss only", "with program", "with program - R_G"}
+    assert set(a["excess"]) == {"student", "scratch", "embed loss only", "schedule only", "with program",
+                                "with program - R_G"}
     assert len(a["curves"]["student"]) == len(a["checkpoints"]) == 2
 
 
@@ -135,9 +136,24 @@ def test_map_seeds_gives_the_same_results_in_process_and_in_workers():
     assert [r["excess"] for r in one] == [r["excess"] for r in two]
 
 
+def test_the_arms_are_a_two_by_two_design_of_schedule_and_embedding_loss():
+    assert sorted(tf.ARMS.values()) == [(False, False), (False, True), (True, False), (True, True)]
+    assert tf.ARMS["schedule only"] == (True, False) and tf.ARMS["embed loss only"] == (False, True)
+
+
+def test_schedule_only_arm_differs_from_scratch_and_from_the_student():
+    a = tf.train_arms(3, **TINY)
+    assert a["excess"]["schedule only"] != a["excess"]["scratch"]
+    assert a["excess"]["schedule only"] != a["excess"]["student"]
+    assert "with program" in a["curves"] and len(a["curves"]["schedule only"]) == len(a["checkpoints"])
+
+
 def test_effect_samples_pairs_arms_by_seed():
-    res = [{"excess": {"student": 1.0 + s, "scratch": 3.0 + 2 * s, "embed loss only": 2.0, "with program": -0.5}}
+    res = [{"excess": {"student": 1.0 + s, "scratch": 3.0 + 2 * s, "embed loss only": 2.0,
+                       "with program": -0.5, "schedule only": 2.5}}
            for s in range(3)]
+    t, c = tf.effect_samples(res, "pi-tf-schedule-only-effect")
+    np.testing.assert_array_equal(t - c, [0.5, 2.5, 4.5])
     t, c = tf.effect_samples(res, "pi-tf-student-below-scratch")
     np.testing.assert_array_equal(t - c, [2.0, 3.0, 4.0])
     t, c = tf.effect_samples(res, "pi-tf-schedule-below-aux")
@@ -169,6 +185,13 @@ def test_book_seed_results_pass_every_training_effect_claim(records):
     res = _book_results()
     for cid in tf.TRAINING_EFFECTS:
         _claim(cid, res)
+
+
+def test_book_seed_results_pass_every_speed_claim():
+    res = _book_results()
+    table = tf.speed_table(res)
+    for cid in tf.SPEED_EFFECTS:
+        assert tf.speed_claim_value(table, cid) > 1.0, cid
 
 
 def _planted(results, slot, source):
@@ -207,3 +230,48 @@ def test_the_program_premise_is_a_sanity_record():
     assert tf.effect_kind("pi-tf-student-below-scratch") == "verification"
     with pytest.raises(ValueError, match="cid must be one of"):
         tf.effect_kind("pi-unknown")
+
+
+# ----------------------------------------------------------------------------- speed: steps to a level
+def _curves(scratch, **arms):
+    steps = [100 * (i + 1) for i in range(len(scratch))]
+    curves = {"scratch": list(scratch), **{k: list(v) for k, v in arms.items()}}
+    return {"checkpoints": steps, "curves": curves}
+
+
+def test_speed_targets_are_scratchs_own_loss_at_fractions_of_its_training():
+    r = _curves([0.8, 0.6, 0.5, 0.4])  # checkpoints 100..400
+    assert tf.speed_targets(r, (0.5, 0.75, 1.0)) == [0.6, 0.5, 0.4]
+    with pytest.raises(ValueError, match="levels must lie in"):
+        tf.speed_targets(r, (0.0,))
+
+
+def test_speed_samples_time_both_arms_and_keep_a_censored_arm_as_a_bound():
+    fast = _curves([0.8, 0.6, 0.5, 0.4], arm=[0.5, 0.4, 0.3, 0.3])
+    s = tf.speed_samples([fast], "arm", 1.0)
+    assert (s["t_base"][0], s["t_arm"][0], s["low"][0], s["high"][0]) == (400, 200, 2.0, 2.0)
+    # an arm that never reaches scratch's final level: censored at the budget, speedup < 400 / 400
+    slow = _curves([0.8, 0.6, 0.5, 0.4], arm=[0.9, 0.7, 0.6, 0.45])
+    s = tf.speed_samples([slow], "arm", 1.0)
+    assert bool(s["arm_censored"][0]) and not bool(s["base_censored"][0])
+    assert (s["low"][0], s["high"][0]) == (0.0, 1.0)
+
+
+def test_speed_table_gives_a_median_interval_per_arm_and_level():
+    results = [_curves([0.8, 0.6, 0.5, 0.4], arm=[0.5, 0.4 - 0.01 * k, 0.3, 0.3]) for k in range(6)]
+    table = tf.speed_table(results, arms=("arm",), levels=(0.5, 1.0))
+    _, m = table[("arm", 1.0)]
+    assert (m.low, m.high, m.median_low, m.censored) == (2.0, 2.0, 2.0, 0)
+    _, m = table[("arm", 0.5)]  # target 0.6: the arm reaches it at step 100, scratch at 200
+    assert m.low == 2.0
+
+
+def test_speed_claim_fails_when_one_seed_is_censored():
+    results = [_curves([0.8, 0.6, 0.5, 0.4], **{"embed loss only": [0.5, 0.4, 0.3, 0.3]}) for _ in range(6)]
+    table = tf.speed_table(results, arms=("embed loss only",), levels=tf.SPEED_LEVELS)
+    assert tf.speed_claim_value(table, "pi-tf-speed-embed-loss") == 2.0
+    results[0]["curves"]["embed loss only"] = [0.9, 0.8, 0.7, 0.6]  # never reaches 0.4
+    table = tf.speed_table(results, arms=("embed loss only",), levels=tf.SPEED_LEVELS)
+    assert tf.speed_claim_value(table, "pi-tf-speed-embed-loss") == 0.0  # a bound, not an imputed ratio
+    with pytest.raises(ValueError, match="cid must be one of"):
+        tf.speed_claim_value(table, "pi-tf-speed-nothing")

