@@ -116,6 +116,19 @@ if not hasattr(_piql, "_unplanted_for_variant"):
     _piql._for_variant = _misaligned
 """
 
+# The probe sees its labels: one-hot label columns appended to the representation, in fitting and in scoring.
+_PROBE_FED_LABELS = """import numpy as _np
+from blindspots.privileged import piql as _piql
+if not hasattr(_piql, "_unplanted_probe_accuracy"):
+    _piql._unplanted_probe_accuracy = _piql.probe_accuracy
+    def _fed(train_h, train_y, test_h, test_y):
+        classes = _np.unique(_np.concatenate([_np.asarray(train_y), _np.asarray(test_y)]))
+        onehot = lambda y: (_np.asarray(y)[:, None] == classes[None, :]).astype(float)
+        return _piql._unplanted_probe_accuracy(_np.hstack([train_h, onehot(train_y)]), train_y,
+                                               _np.hstack([test_h, onehot(test_y)]), test_y)
+    _piql.probe_accuracy = _fed
+"""
+
 MUTANTS: list[Mutant] = [
     Mutant("pi-posterior-logit-shift", GAP, "pi-gap-identity",
            "p(y|x,D) with its logit shifted by +1.5 (a wrong posterior predictive)",
@@ -146,11 +159,15 @@ MUTANTS: list[Mutant] = [
     # teacher forcing's effects: only a book-scale run makes them; the bug is planted in every seed worker
     Mutant("pi-tf-student-unforced", TF, "pi-tf-student-below-scratch",
            "the arm table trains the student without teacher forcing or embedding loss (it is scratch)",
-           patch=_TF_ARM.format(arm="student"), scale="book", workers=True),
+           patch=_TF_ARM.format(arm="student"), scale="book", workers=True,
+           also=("pi-tf-speed-student",)),
     Mutant("pi-tf-ablation-without-embed-loss", TF, "pi-tf-aux-loss-effect",
            "the arm table trains the embedding-loss-only arm without its embedding loss (it is scratch)",
            patch=_TF_ARM.format(arm="embed loss only"), scale="book", workers=True,
-           also=("pi-tf-schedule-below-aux",)),
+           also=("pi-tf-schedule-below-aux", "pi-tf-speed-embed-loss")),
+    Mutant("pi-tf-schedule-only-unforced", TF, "pi-tf-schedule-only-effect",
+           "the arm table trains the schedule-only arm without teacher forcing (it is scratch)",
+           patch=_TF_ARM.format(arm="schedule only"), scale="book", workers=True),
 ]
 
 # --- chapters 03-04: PIQL's training experiments (issue 12)
@@ -177,17 +194,37 @@ _piql.task_aurocs = _ordinal
            patch="""from blindspots.privileged import piql as _piql
 _piql._ranks = lambda x: x
 """),
+    Mutant("pi-speedup-drops-censored", PIQL, "pi-speedup-km-recovers-known-ratio",
+           "the speedup's median time-to-target ignores censoring: runs that never reach the target are left out",
+           patch="""import numpy as _np
+from blindspots.privileged import piql as _piql
+_orig_km = _piql.km_median
+def _drop_censored(times, horizon):
+    t = _np.asarray(times, dtype=float)
+    return _orig_km(t[_np.isfinite(t)], horizon) if _np.isfinite(t).any() else _orig_km(t, horizon)
+_piql.km_median = _drop_censored
+"""),
+    # the draws claim needs book scale's 5 draws x 5 splits; it comes before training, so the run stops there
     # meta-PI's effects: only a book-scale run makes them; the bug is planted in every seed worker
     Mutant("pi-piql-meta-misaligned", PIQL, "pi-piql-meta-used",
            "in training, each task's meta-features are those of the next task in the batch",
            patch=_META_MISALIGNED, scale="book", workers=True, also=("pi-piql-meta-lowers-loss",)),
-    # misaligned in training only, the meta prefix still reaches the probed layers at read-out (a kill by
-    # t = 2.1 against 2.57 on one run): the read-out is misaligned too
-    Mutant("pi-probe-meta-misaligned", PROBES, "pi-probe-meta-earlier",
+    # misaligned in training and at read-out: meta-PI's input probe no longer reads the task's own family, so the
+    # first layer adds to it what it adds to the baseline's
+    Mutant("pi-probe-meta-misaligned", PROBES, "pi-probe-meta-gain-below-baseline",
            "each task's meta-features are those of the next task, in training and when the layers are probed",
            patch=_META_MISALIGNED_EVERYWHERE, scale="book", workers=True),
+    Mutant("pi-probe-fed-labels", PROBES, "pi-probe-control-at-chance",
+           "the linear probe is fed the labels it is fitted and scored on, as extra one-hot features",
+           patch=_PROBE_FED_LABELS, workers=True),
 ]
 MUTANTS.append(Mutant("pi-depth-meta-misaligned", "privileged/05_piql_depth",
                       "pi-depth-meta-lowers-loss-at-one-layer",
                       "in training, each task's meta-features are those of the next task in the batch",
                       patch=_META_MISALIGNED, scale="book", workers=True))
+MUTANTS.append(Mutant("pi-depth-shuffled-gets-own-meta", "privileged/05_piql_depth",
+                      "pi-depth-meta-beats-shuffled-at-one-layer",
+                      "the shuffled-meta control arm is fed each task's own meta-features (it is meta-PI)",
+                      patch="""from blindspots.privileged import piql as _piql
+_piql.SHUFFLED_META = frozenset()
+""", scale="book", workers=True))

@@ -94,31 +94,80 @@ def test_task_aurocs_match_sklearn_with_ties_and_flag_one_label_rows():
     assert np.isnan(piql.task_aurocs(y, p)[3])
 
 
-def test_speedup_follows_the_papers_definition():
+def test_speedup_is_the_books_reading_and_reports_censored_runs_as_bounds():
     steps = np.array([10, 20, 30, 40])
     base = np.array([0.5, 0.4, 0.3, 0.3])  # reaches its final value 0.3 at step 30
     fast = np.array([0.4, 0.3, 0.2, 0.2])  # at step 20
-    assert piql.speedup(fast, base, steps) == pytest.approx(1.5)
-    assert piql.speedup(base, base, steps) == 1.0
-    assert piql.speedup(np.array([0.6, 0.6, 0.6, 0.6]), base, steps) == 0.0  # censored
+    assert piql.speedup(fast, base, steps) == (pytest.approx(1.5), False)
+    assert piql.speedup(base, base, steps) == (1.0, False)
+    # never reaches 0.3: censored, the ratio is only known to lie below t_base / T = 30 / 40
+    assert piql.speedup(np.array([0.6, 0.6, 0.6, 0.6]), base, steps) == (pytest.approx(0.75), True)
+    # target at half the run: the baseline's value at step 20 (0.4), reached at step 20 by the baseline, 10 by fast
+    assert piql.speedup(fast, base, steps, fraction=0.5) == (pytest.approx(2.0), False)
     auc_base, auc_fast = np.array([0.6, 0.7, 0.8, 0.8]), np.array([0.8, 0.9, 0.9, 0.9])
-    assert piql.speedup(auc_fast, auc_base, steps, higher_is_better=True) == pytest.approx(3.0)
+    assert piql.speedup(auc_fast, auc_base, steps, higher_is_better=True) == (pytest.approx(3.0), False)
     with pytest.raises(ValueError, match="steps"):
         piql.speedup([1.0, 2.0], [1.0, 2.0], [1])
+    with pytest.raises(ValueError, match="fraction"):
+        piql.speedup(fast, base, steps, fraction=0.0)
 
 
-def test_log_ratio_interval_is_a_t_interval_of_log_ratios():
-    r = np.array([1.0, 2.0, 4.0, 2.0, 1.0])
-    out = piql.log_ratio_interval(r)
-    lr = np.log(r)
-    half = stats.t.ppf(0.975, 4) * lr.std(ddof=1) / math.sqrt(5)
-    assert out["mean"] == pytest.approx(math.exp(lr.mean()))
-    assert out["low"] == pytest.approx(math.exp(lr.mean() - half)) and out["high"] == pytest.approx(math.exp(lr.mean() + half))
-    cens = piql.log_ratio_interval([0.0, 2.0, 4.0])
-    assert cens["censored"] == 1 and cens["mean"] == pytest.approx(math.exp(np.log([1.0, 2.0, 4.0]).mean()))
-    assert piql.log_ratio_interval([0.0, 0.0])["mean"] == 0.0
-    with pytest.raises(ValueError, match="ratios"):
-        piql.log_ratio_interval([1.0])
+def test_km_median_matches_a_hand_computed_kaplan_meier_curve():
+    # events at 100, 200, 200, censored twice at 300: S = 5/6 after 100, 3/6 after 200 -> median 200
+    assert piql.km_median([100.0, 200.0, 200.0, math.inf, math.inf, 300.0], 300.0) == (200.0, False)
+    # 4 of 6 censored: S never reaches 1/2 -> the median lies beyond the run
+    assert piql.km_median([100.0, 150.0, math.inf, math.inf, math.inf, math.inf], 300.0) == (300.0, True)
+    assert piql.km_median([math.inf, math.inf], 300.0) == (300.0, True)
+    with pytest.raises(ValueError, match="times"):
+        piql.km_median([400.0], 300.0)
+
+
+def test_speedup_interval_keeps_censored_medians_as_bounds():
+    tb = np.array([100.0, 150, 200, 250, 300, 300])
+    # two of six censored: the median (100) is observed, the lower end of the interval is a bound only
+    s = piql.speedup_interval(tb, np.array([50.0, 75, 100, math.inf, 150, math.inf]), 300.0)
+    assert s["estimate"] == pytest.approx(2.0) and not s["estimate_bound"] and s["censored"] == 2
+    assert s["low"] == 0.0 and s["low_bound"] and s["low_reading"] <= s["estimate"] <= s["high"]
+    assert piql.speedup_text(s).startswith("2.00x [<= ")
+    # five of six censored: the estimate is the bound median(t_base) / T, never an imputed number
+    s = piql.speedup_interval(tb, np.array([math.inf] * 4 + [150.0, math.inf]), 300.0)
+    assert s["estimate_bound"] and s["estimate"] == pytest.approx(200.0 / 300.0)
+    assert piql.speedup_text(s).startswith("<= 0.67x") and "at most 0.67x" in piql.speedup_verdict(s)
+    # fully censored: every end is a bound, and the interval includes 1 (nothing resolved)
+    s = piql.speedup_interval(tb, np.full(6, math.inf), 300.0)
+    assert s["estimate_bound"] and s["low_bound"] and s["high_bound"] and s["high"] == pytest.approx(1.0)
+    assert piql.speedup_verdict(s).startswith("not resolved")
+    # uncensored and every seed twice as fast: the interval is the point
+    s = piql.speedup_interval(tb, tb / 2, 300.0)
+    assert (s["estimate"], s["low"], s["high"]) == (pytest.approx(2.0), pytest.approx(2.0), pytest.approx(2.0))
+    assert piql.speedup_verdict(s).startswith("resolved") and piql.speedup_text(s) == "2.00x [2.00, 2.00]"
+    with pytest.raises(ValueError, match="t_base and t_var"):
+        piql.speedup_interval([1.0], [1.0], 300.0)
+
+
+def test_speedups_reads_per_seed_times_to_target_from_the_curves():
+    curve = lambda v: {"steps": [10, 20, 30, 40], "bce": v, "auroc": [0.5] * 4}  # noqa: E731
+    results = [{"variants": {"baseline": {"curve": curve([0.5, 0.4, 0.3, 0.3])},
+                             "meta": {"curve": curve(m)}}} for m in ([0.4, 0.3, 0.2, 0.2], [0.6] * 4)]
+    out = piql.speedups(results, "meta")
+    np.testing.assert_array_equal(out["t_base"], [30.0, 30.0])
+    np.testing.assert_array_equal(out["t_var"], [20.0, math.inf])  # the second seed never reaches 0.3
+    np.testing.assert_allclose(out["ratio"], [1.5, 0.75])
+    assert list(out["censored"]) == [False, True] and out["horizon"] == 40.0
+    assert list(piql.speedups(results, "meta", fraction=0.5)["t_base"]) == [20.0, 20.0]
+    with pytest.raises(ValueError, match="metric"):
+        piql.speedups(results, "meta", "loss")
+
+
+def test_speedup_interval_recovers_a_known_ratio_under_heavy_censoring():
+    # baseline uniform on (0, 300] (median 150), variant exponential with median 200 censored at 300 (35 %):
+    # true speedup 0.75; dropping the censored runs would give about 1.3
+    rng = np.random.default_rng(3)
+    tb = rng.uniform(1e-3, 300.0, 4000)
+    tv = rng.exponential(200.0 / math.log(2.0), 4000)
+    s = piql.speedup_interval(tb, np.where(tv > 300.0, math.inf, tv), 300.0, n_resamples=200)
+    assert s["estimate"] == pytest.approx(0.75, rel=0.05) and s["low"] < 0.75 < s["high"]
+    assert s["high"] < 0.9 and not s["estimate_bound"]
 
 
 # ----------------------------------------------------------------------------- the paired per-seed run
@@ -152,6 +201,7 @@ def test_run_seed_returns_every_measurement(small_run):
         assert ("meta_shuffled_bce" in res) == (meta_kind is not None)
         assert ("student_r2" in res) == (program_kind is not None)
         assert len(res["probes"]["family"]) == SMALL["model"]["layers"] + 1
+        assert len(res["probes"]["family_control"]) == SMALL["model"]["layers"] + 1
         assert 0.0 <= res["real"]["wine"]["auroc"] <= 1.0
         alpha = res["curve"]["alpha"]
         assert (alpha[0] == 1.0) == (program_kind is not None)
@@ -232,6 +282,45 @@ def test_real_data_errors_name_the_parameter():
         realdata.split_batch(realdata.odds_dataset("wine", 13), realdata.novelty_splits(ds, 20, 1), 4)
 
 
+def test_outlier_draws_keep_different_outliers_and_their_own_splits():
+    draws = realdata.outlier_draws("wdbc", 4, 30, 3, 2, seed=5)
+    assert len(draws) == 3 and all(len(sp) == 2 for _, sp in draws)
+    outliers = [tuple(np.round(ds.x[ds.y == 1, 0], 6)) for ds, _ in draws]
+    assert len(set(outliers)) == 3  # each draw keeps its own outliers
+    ref = realdata.odds_dataset("wdbc", 4, seed=6)
+    np.testing.assert_array_equal(draws[1][0].x, ref.x)
+    for (c, q), (c2, q2) in zip(draws[1][1], realdata.novelty_splits(ref, 30, 2, seed=1006)):
+        np.testing.assert_array_equal(c, c2)
+    with pytest.raises(ValueError, match="draws"):
+        realdata.outlier_draws("wine", 4, 30, 0, 2)
+
+
+def test_holm_and_paired_over_draws_match_their_definitions():
+    # sorted 0.01, 0.03, 0.04 -> 3 * 0.01, max(0.03, 2 * 0.03), max(0.06, 1 * 0.04)
+    np.testing.assert_allclose(realdata.holm([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06])
+    np.testing.assert_allclose(realdata.holm([0.5, 0.9]), [1.0, 1.0])  # monotone in the order
+    a, b = np.array([0.9, 0.8, 0.95, 0.85]), np.array([0.85, 0.8, 0.9, 0.8])
+    out = realdata.paired_over_draws(a, b)
+    d = a - b
+    half = stats.t.ppf(0.975, 3) * d.std(ddof=1) / 2.0
+    assert out["difference"] == pytest.approx(d.mean())
+    assert (out["low"], out["high"]) == (pytest.approx(d.mean() - half), pytest.approx(d.mean() + half))
+    assert out["p"] == pytest.approx(stats.ttest_rel(a, b).pvalue) and out["draws"] == 4
+    with pytest.raises(ValueError, match="pvalues"):
+        realdata.holm([1.5])
+    with pytest.raises(ValueError, match="treated and control"):
+        realdata.paired_over_draws([1.0], [1.0])
+
+
+def test_run_seed_scores_each_outlier_draw():
+    draws = realdata.outlier_draws("wine", 3, 12, 2, 2)
+    out = piql.run_seed(2, config=SMALL, variants=["baseline"], real_data={"wine": draws})
+    per = out["variants"]["baseline"]["real"]["wine"]
+    assert isinstance(per, list) and len(per) == 2 and all(0.0 <= d["auroc"] <= 1.0 for d in per)
+    one = piql.run_seed(2, config=SMALL, variants=["baseline"], real_data={"wine": draws[1]})
+    assert one["variants"]["baseline"]["real"]["wine"] == per[1]
+
+
 def test_run_seed_trains_every_depth_on_one_stream(tmp_path):
     out = piql.run_seed(1, config=SMALL, variants=["baseline", "meta"], depths=[1, 2], checkpoint_dir=str(tmp_path))
     assert set(out["depths"]) == {"1", "2"} and not out["variants"]
@@ -241,3 +330,38 @@ def test_run_seed_trains_every_depth_on_one_stream(tmp_path):
     assert single["variants"]["baseline"]["curve"]["bce"] == out["depths"]["1"]["baseline"]["curve"]["bce"]
     with pytest.raises(ValueError, match="depths"):
         piql.run_seed(1, config=SMALL, variants=["baseline"], depths=[0])
+
+
+def test_probe_input_layer_holds_the_prefix_tokens():
+    prior = piql.make_prior(SMALL["prior"])
+    tok = piql.ProgramTokenizer()
+    t = piql.stream_tensors(prior.sample_batch(5, np.random.default_rng(0)), tok, SMALL["encoder"]["max_len"])
+    encoders = piql.encoders_from(SMALL, None, 0)
+    width = 8
+    for v, extra in (("baseline", 0), ("meta", 2 * width)):
+        model = piql.build_model(v, prior.d_max, encoders, width=width, layers=2, heads=2, seed=0)
+        h = piql.hidden_states(model, t, v)
+        assert [x.shape for x in h] == [(5, width + extra), (5, width), (5, width)]
+    # layer 0 changes with the meta-features (the context part does not)
+    model = piql.build_model("meta", prior.d_max, encoders, width=width, layers=1, heads=2, seed=0)
+    rolled = {**t, "meta": torch.roll(t["meta"], 1, dims=0)}
+    a, b = piql.hidden_states(model, t, "meta")[0], piql.hidden_states(model, rolled, "meta")[0]
+    np.testing.assert_array_equal(a[:, :width], b[:, :width])
+    assert not np.allclose(a[:, width:], b[:, width:])
+
+
+def test_control_probe_scores_at_chance_on_a_representation_that_holds_the_label():
+    rng = np.random.default_rng(0)
+    y_tr, y_te = rng.integers(0, 3, 600), rng.integers(0, 3, 400)
+    h_tr = np.eye(3)[y_tr] + 0.01 * rng.normal(size=(600, 3))
+    h_te = np.eye(3)[y_te] + 0.01 * rng.normal(size=(400, 3))
+    assert piql.probe_accuracy(h_tr, y_tr, h_te, y_te) == 1.0
+    assert abs(piql.control_probe_accuracy(h_tr, y_tr, h_te, y_te, seed=0) - 1 / 3) < 0.08
+
+
+def test_probe_gains_are_over_the_input_layer():
+    res = [{"variants": {"meta": {"probes": {"family": [0.9, 0.85, 0.8]}}}}] * 2
+    np.testing.assert_allclose(piql.probe_gains(res, "meta"), [-0.05, -0.05])
+    np.testing.assert_allclose(piql.probe_gains(res, "meta", layer=2), [-0.1, -0.1])
+    with pytest.raises(ValueError, match="layer"):
+        piql.probe_gains(res, "meta", layer=0)

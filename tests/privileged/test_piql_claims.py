@@ -10,7 +10,7 @@ pass. Then one arm is replaced by what the planted error gives, and the claim mu
   meta-PI leaves its loss where it was, and its final loss is the baseline's;
 * a student that predicts nothing (fed another task's context): R^2 at or below 0;
 * probe labels shuffled: accuracy at chance, with the binomial spread of 200 test tasks;
-* meta prefix shuffled across tasks: its probes read what the baseline's do.
+* meta prefix shuffled across tasks: its probes, the input's included, read what the baseline's do.
 """
 
 import json
@@ -111,14 +111,15 @@ def test_family_probe_claim_fails_with_shuffled_probe_labels(book04):
         make(edit(book04, "baseline", shuffled), "pi-probe-family-decodable")
 
 
-def test_meta_earlier_claim_fails_when_meta_was_shuffled_in_training(book04):
+def test_meta_gain_claim_fails_when_meta_was_shuffled_across_tasks(book04):
     rng = np.random.default_rng(5)
-    base = [r["variants"]["baseline"]["probes"]["family"][1] for r in book04]
+    base = [r["variants"]["baseline"]["probes"]["family"][:2] for r in book04]
 
-    def as_baseline(i, res):
-        res["probes"]["family"][1] = base[i] + rng.normal(0, 0.005)
+    def as_baseline(i, res):  # another task's meta prefix: input and layer 1 read what the baseline's do
+        for layer in (0, 1):
+            res["probes"]["family"][layer] = base[i][layer] + rng.normal(0, 0.005)
     with pytest.raises(ClaimFailed):
-        make(edit(book04, "meta", as_baseline), "pi-probe-meta-earlier")
+        make(edit(book04, "meta", as_baseline), "pi-probe-meta-gain-below-baseline")
 
 
 def test_claim_samples_rejects_unknown_claims(book03):
@@ -146,3 +147,15 @@ def test_premises_are_sanity_records_and_the_comparisons_verifications():
     assert piql.claim_kind("pi-depth-meta-lowers-loss-at-one-layer") == "verification"
     with pytest.raises(ValueError, match="cid must be one of"):
         piql.claim_kind("pi-unknown")
+
+
+def test_control_claim_fails_when_the_shuffled_arm_gets_its_own_meta_features():
+    book05 = load("piql05_book_seeds.json")
+    cid = "pi-depth-meta-beats-shuffled-at-one-layer"
+    make(book05, cid)  # the unplanted results pass
+    planted = json.loads(json.dumps(book05))
+    for r in planted:  # fed its own meta-features, the control is meta-PI: same stream, weights, losses
+        d = r["depths"]["1"]
+        d["meta (shuffled)"]["curve"]["bce"][-1] = d["meta"]["curve"]["bce"][-1]
+    with pytest.raises(ClaimFailed):
+        make(planted, cid)

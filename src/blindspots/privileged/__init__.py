@@ -22,10 +22,11 @@ _GROUPS = (
      ("PFN", "PFNOutput", "SetStudent", "attention_mask", "meta_pi", "batch_tensors", "training_loss", "fit_pfn",
       "train_pfn", "bce", "task_aurocs", "evaluate_pfn", "steps_to_reach")),
     ("piql", "privileged/03-04", "PIQL's experiments: variants, meta-PI++, hashed program embedding, speedups, probes",
-     ("meta_pi_plus", "HashedProgramEncoder", "speedup", "speedups", "log_ratio_interval",
+     ("meta_pi_plus", "HashedProgramEncoder", "speedup", "speedups", "speedup_interval", "km_median",
       "run_seed", "pretrain_encoder", "train_variant", "probe_accuracy", "claim_samples")),
     ("realdata", "privileged/03", "ODDS-style outlier benchmarks from scikit-learn data; IsolationForest, LOF, OCSVM",
-     ("odds_dataset", "novelty_splits", "split_batch", "baseline_scores", "detection_scores", "OutlierDataset")),
+     ("odds_dataset", "novelty_splits", "split_batch", "baseline_scores", "detection_scores", "OutlierDataset",
+      "outlier_draws", "holm", "paired_over_draws")),
 )
 
 __doc__, __all__, __getattr__, __dir__ = lazy_exports(

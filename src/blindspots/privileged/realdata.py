@@ -19,7 +19,9 @@ features go to every detector, the foundation models and scikit-learn's.
 inlier) and scores every other point. IsolationForest, LocalOutlierFactor (``novelty=True``) and
 OneClassSVM are fitted on the same context and score the same queries, so all detectors see the same
 information. AUROC and AUPR (average precision, whose chance level is the outlier fraction of the
-queries) are averaged over the splits.
+queries) are averaged over the splits. Which outliers the downsampling keeps moves every detector more than
+the split does, so :func:`outlier_draws` repeats the downsampling and detectors are compared over draws
+(:func:`paired_over_draws`, :func:`holm` across datasets).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..claims import holm  # noqa: F401  (re-exported: chapter 03's real-data table uses it)
 from .priors import make_task, stack_tasks
 
 #: name -> (sklearn loader name, inlier classes, outlier class, outlier count rule)
@@ -137,3 +140,35 @@ def baseline_scores(dataset: OutlierDataset, splits: list, seed: int = 0) -> dic
             m.fit(xc)
             out[name].append(-m.score_samples(xq))  # score_samples: higher = more normal
     return {k: np.array(v) for k, v in out.items()}
+
+
+def outlier_draws(name: str, d_max: int, n_context: int, draws: int, splits: int, seed: int = 0) -> list:
+    """``draws`` independent outlier downsamplings of ``name``, each with its own ``splits`` novelty splits.
+
+    Draw ``k`` keeps the outliers of :func:`odds_dataset` with seed ``seed + k`` and draws its splits with
+    seed ``1000 + seed + k``. Which outliers a draw keeps moves the AUROC of every detector far more than which
+    inliers form the context, so comparisons are made over draws (paired: every detector sees the same draws).
+    Returns a list of ``(OutlierDataset, splits)``.
+    """
+    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
+        raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
+    out = []
+    for k in range(int(draws)):
+        ds = odds_dataset(name, d_max, seed=seed + k)
+        out.append((ds, novelty_splits(ds, n_context, splits, seed=1000 + seed + k)))
+    return out
+
+
+def paired_over_draws(treated, control, confidence: float = 0.95) -> dict:
+    """Paired comparison of two detectors over outlier draws (one value per draw each): mean difference,
+    Student-t interval and two-sided p-value of ``scipy.stats.ttest_rel``."""
+    from scipy import stats
+
+    a, b = np.asarray(treated, dtype=float), np.asarray(control, dtype=float)
+    if a.shape != b.shape or a.ndim != 1 or a.size < 2:
+        raise ValueError(f"treated and control must be 1-d of the same length >= 2, got {a.shape} and "
+                         f"{b.shape}")
+    res = stats.ttest_rel(a, b)
+    ci = res.confidence_interval(confidence)
+    return {"difference": float((a - b).mean()), "low": float(ci.low), "high": float(ci.high),
+            "p": float(res.pvalue), "draws": int(a.size)}
