@@ -26,7 +26,7 @@ _GROUPS = (
       "run_seed", "pretrain_encoder", "train_variant", "probe_accuracy", "claim_samples")),
     ("realdata", "privileged/03", "ODDS-style outlier benchmarks from scikit-learn data; IsolationForest, LOF, OCSVM",
      ("odds_dataset", "novelty_splits", "split_batch", "baseline_scores", "detection_scores", "OutlierDataset",
-      "outlier_draws", "holm", "paired_over_draws")),
+      "outlier_draws", "paired_over_draws")),
 )
 
 __doc__, __all__, __getattr__, __dir__ = lazy_exports(

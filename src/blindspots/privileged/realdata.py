@@ -21,7 +21,7 @@ OneClassSVM are fitted on the same context and score the same queries, so all de
 information. AUROC and AUPR (average precision, whose chance level is the outlier fraction of the
 queries) are averaged over the splits. Which outliers the downsampling keeps moves every detector more than
 the split does, so :func:`outlier_draws` repeats the downsampling and detectors are compared over draws
-(:func:`paired_over_draws`, :func:`holm` across datasets).
+(:func:`paired_over_draws`, :func:`blindspots.claims.holm` across datasets).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..claims import holm  # noqa: F401  (re-exported: chapter 03's real-data table uses it)
 from .priors import make_task, stack_tasks
 
 #: name -> (sklearn loader name, inlier classes, outlier class, outlier count rule)

@@ -29,7 +29,7 @@ _GROUPS = (
       "sweep_accuracies")),
     ("gates", "selfpretraining/04-05", "when a comparison of arms can answer (gates), and its Holm verdicts",
      ("plateau_gate", "shortcut_gate", "constant_gate", "shortcut_accuracy", "paired_row", "comparison_table",
-      "detectable_effect", "holm")),
+      "detectable_effect")),
     ("lra_arms", "selfpretraining/04", "every arm on every task: jobs, gates per task, the comparison table",
      ("task_gates", "arms_job", "merge_arms_jobs", "qk_copy_shortfall")),
     ("spt_length", "selfpretraining/05", "the SPT-length sweep in optimiser steps: gates, tables, figures",

@@ -30,7 +30,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .. import claims
-from ..claims import holm  # noqa: F401  (re-exported: the Part's tables use it)
+from ..claims import holm
 
 PLATEAU_MARGIN = 0.1  # nats below the unigram entropy of the masked tokens
 ALPHA = 0.05  # family-wise level of a table's tested rows (Holm)
