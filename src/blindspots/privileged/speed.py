@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .pfn import steps_to_reach
+
 
 def steps_to_target(curve, checkpoints, target: float) -> tuple[int, bool]:
     """First checkpoint at which ``curve <= target``, and whether the run is censored.
@@ -46,10 +48,8 @@ def steps_to_target(curve, checkpoints, target: float) -> tuple[int, bool]:
         raise ValueError("checkpoints must be positive and strictly increasing")
     if not math.isfinite(float(target)):
         raise ValueError(f"target must be finite, got {target!r}")
-    hit = np.flatnonzero(c <= target)
-    if hit.size == 0:
-        return int(s[-1]), True
-    return int(s[hit[0]]), False
+    t = steps_to_reach(c, float(target), s)  # the first-crossing rule of chapter 03's speedups
+    return (int(s[-1]), True) if math.isinf(t) else (int(t), False)
 
 
 def speedup_bounds(t_base: float, base_censored: bool, t_arm: float,
