@@ -406,6 +406,32 @@ def holm(pvalues: Any) -> "np.ndarray":
     return out
 
 
+def detectable_effect(sd: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest mean paired difference a two-sided paired t test on ``n`` seeds at level ``alpha`` detects
+    with probability ``power``, when the per-seed differences have standard deviation ``sd`` (noncentral t)."""
+    from scipy import optimize, stats
+
+    if n < 2:
+        raise ValueError(f"n must be >= 2 seeds, got {n}")
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError(f"alpha and power must lie in (0, 1), got {alpha} and {power}")
+    if sd < 0 or not math.isfinite(sd):
+        raise ValueError(f"sd must be finite and >= 0, got {sd}")
+    if sd == 0:
+        return 0.0
+    df, crit = n - 1, float(stats.t.ppf(1 - alpha / 2, n - 1))
+
+    def shortfall(delta: float) -> float:
+        nc = delta * math.sqrt(n) / sd
+        lower = float(stats.nct.cdf(-crit, df, nc))  # NaN from scipy at 1-3 df and large nc, where it is ~0
+        return float(stats.nct.sf(crit, df, nc)) + (0.0 if math.isnan(lower) else lower) - power
+
+    hi = sd
+    while shortfall(hi) < 0:
+        hi *= 2
+    return float(optimize.brentq(shortfall, 0.0, hi, xtol=1e-10 * sd))
+
+
 def p_from_interval(difference: float, low: float, high: float, df: float, confidence: float = 0.95) -> float:
     """Two-sided p-value of a Student-t interval ``[low, high]`` around ``difference`` with ``df`` degrees of
     freedom: the standard error is the half-width over the critical t, the p-value that of ``difference / se``.
