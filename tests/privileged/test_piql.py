@@ -9,6 +9,7 @@ import torch
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
+from blindspots import claims
 from blindspots.privileged import piql, pfn, priors, program, realdata
 
 SMALL = {"prior": {"family": "mixture", "d_max": 3, "n_context": 12, "n_query": 6, "anomaly_rate": 0.2,
@@ -360,3 +361,67 @@ def test_probe_gains_are_over_the_input_layer():
     np.testing.assert_allclose(piql.probe_gains(res, "meta", layer=2), [-0.1, -0.1])
     with pytest.raises(ValueError, match="layer"):
         piql.probe_gains(res, "meta", layer=0)
+
+
+# ----------------------------------------------------------------------------- meta-PI's information split
+def test_standardised_meta_features_ignore_location_and_scale():
+    prior = piql.make_prior(SMALL["prior"])
+    t = piql.stream_tensors(prior.sample_batch(5, np.random.default_rng(2)), piql.ProgramTokenizer(),
+                            SMALL["encoder"]["max_len"])
+    moved = {**t, "context_x": 3.0 * t["context_x"] - 7.0, "meta": None}
+    a, b = piql.meta_tensor(t, "meta-std"), piql.meta_tensor(moved, "meta-std")
+    np.testing.assert_allclose(a.numpy(), b.numpy(), atol=2e-5)
+    mask = t["feature_mask"].numpy()
+    names = list(piql.META_FEATURE_NAMES)
+    np.testing.assert_allclose(a.numpy()[..., names.index("mean")][mask], 0.0, atol=1e-5)
+    np.testing.assert_allclose(a.numpy()[..., names.index("std")][mask], math.log(2.0), atol=1e-5)
+    # shape statistics are those of the raw context
+    for k in ("skewness", "kurtosis"):
+        np.testing.assert_allclose(a.numpy()[..., names.index(k)], t["meta"].numpy()[..., names.index(k)],
+                                   atol=1e-4)
+    assert "meta-std" in t  # kept for the other variants and depths of the seed
+
+
+def test_location_scale_meta_keeps_only_mean_and_std():
+    prior = piql.make_prior(SMALL["prior"])
+    t = piql.stream_tensors(prior.sample_batch(4, np.random.default_rng(3)), piql.ProgramTokenizer(),
+                            SMALL["encoder"]["max_len"])
+    loc = piql.meta_tensor(t, "meta-loc").numpy()
+    raw = t["meta"].numpy()
+    keep = list(piql.LOCATION_SCALE)
+    np.testing.assert_array_equal(loc[..., keep], raw[..., keep])
+    assert not np.any(np.delete(loc, keep, axis=-1))
+    assert not np.any(piql.meta_tensor(t, "meta-zero").numpy())
+    with pytest.raises(ValueError, match="kind"):
+        piql.meta_tensor(t, "meta-location")
+
+
+def test_split_arms_share_meta_pis_architecture():
+    encoders = piql.encoders_from(SMALL, None, 0)
+    count = {v: sum(p.numel() for p in piql.build_model(v, 3, encoders, width=8, layers=1, heads=2,
+                                                        seed=0).parameters())
+             for v in ("baseline", "meta", "meta (shuffled)", "meta (standardised)", "meta (location, scale)",
+                       "meta (zeros)")}
+    assert len({count[v] for v in count if v != "baseline"}) == 1
+    assert count["meta"] > count["baseline"]
+
+
+def test_split_table_holm_and_verdicts():
+    rng = np.random.default_rng(0)
+    n = 6
+    base = rng.normal(0.40, 0.01, n)
+    loss = {"baseline": base, "meta": base - 0.02 + rng.normal(0, 0.001, n),
+            "meta (standardised)": base + np.array([2.0, -2.0, 1.0, -1.0, 0.5, -0.4]) * 1e-3}
+    results = [{"depths": {"1": {v: {"curve": {"bce": [1.0, loss[v][s]]}} for v in loss}}} for s in range(n)]
+    pairs = (("meta", "baseline"), ("meta (standardised)", "baseline"))
+    rows = piql.split_table(results, comparisons=pairs)
+    assert rows[0]["verdict"] == "resolved: lower loss"
+    assert rows[1]["verdict"].startswith("not resolved (could have detected ≥ ")
+    np.testing.assert_allclose([r["p_holm"] for r in rows], claims.holm([r["p"] for r in rows]))
+    d = base - loss["meta"]
+    assert rows[0]["effect"].difference == pytest.approx(d.mean())
+    assert rows[0]["p"] == pytest.approx(stats.ttest_1samp(d, 0.0).pvalue)
+    sd = (base - loss["meta (standardised)"]).std(ddof=1)
+    assert rows[1]["detectable"] == pytest.approx(claims.detectable_effect(sd, n, 0.05 / 2))
+    with pytest.raises(ValueError, match="comparisons"):
+        piql.split_table(results, comparisons=())

@@ -11,7 +11,12 @@ information. A variant is a pair (meta-PI kind, program-PI kind):
   :class:`~blindspots.privileged.program.ProgramEncoder`; or ``"hashed"``, :class:`HashedProgramEncoder`, a
   generic character n-gram embedding of the program text (no pretrained language model can be downloaded).
 
-The control arm ``"meta (shuffled)"`` (:data:`SHUFFLED_META`) is meta-PI fed another task's meta-features.
+The control arm ``"meta (shuffled)"`` (:data:`SHUFFLED_META`) is meta-PI fed another task's meta-features. Two
+more arms split meta-PI's information (:data:`DERIVED_META`), with meta-PI's architecture and parameter count:
+``"meta (standardised)"`` computes the meta-features on the context the PFN sees, standardised per feature
+(:func:`~blindspots.privileged.pfn.standardise`), so it carries shape but no location or scale; ``"meta (location,
+scale)"`` keeps only the mean and standard deviation, so it gives the baseline the location and scale that
+standardisation removes; ``"meta (zeros)"`` is fed zeros, the baseline widened to meta-PI's parameters and tokens.
 
 The speedup of :func:`speedup` is the book's reading of the paper's sentence {cite}`ding2026piql`: the number
 of steps the baseline needs to reach its own validation value (after a fraction of its training), divided by
@@ -25,8 +30,9 @@ import math
 import numpy as np
 import torch
 
+from .. import claims
 from .metafeatures import META_FEATURE_NAMES
-from .pfn import PFN, batch_tensors, bce, fit_pfn, steps_to_reach, task_aurocs
+from .pfn import PFN, batch_tensors, bce, fit_pfn, meta_pi, standardise, steps_to_reach, task_aurocs
 from .program import PAD_ID, ProgramEncoder, ProgramTokenizer, freeze, pretrain_program_encoder, seeded_init
 from .teacher_forcing import _single_thread
 
@@ -39,10 +45,18 @@ VARIANTS: dict = {
     "meta++": ("meta++", None),
     "hashed program": (None, "hashed"),
     "meta (shuffled)": ("meta", None),
+    "meta (standardised)": ("meta-std", None),
+    "meta (location, scale)": ("meta-loc", None),
+    "meta (zeros)": ("meta-zero", None),
 }
 #: Control arms: each task gets another task's meta-PI (the batch's meta rows rolled by one), in training
 #: and at evaluation, so a gain that remains cannot come from the task's own meta-features.
 SHUFFLED_META: frozenset = frozenset({"meta (shuffled)"})
+#: Meta-PI kinds computed from a batch's tensors when first asked for (:func:`meta_tensor`): meta-features of
+#: the standardised context, the raw meta-features with every statistic but the mean and std zeroed, and zeros.
+DERIVED_META: tuple[str, ...] = ("meta-std", "meta-loc", "meta-zero")
+#: Indices, in :data:`~blindspots.privileged.metafeatures.META_FEATURE_NAMES`, of location and scale.
+LOCATION_SCALE: tuple[int, ...] = (META_FEATURE_NAMES.index("mean"), META_FEATURE_NAMES.index("std"))
 PER_FEATURE_PLUS: tuple[str, ...] = (
     "mean", "std", "skewness", "excess kurtosis", "5th standardised moment", "6th standardised moment",
     "q01", "q05", "q10", "q25", "q50", "q75", "q90", "q95", "q99", "min", "max",
@@ -318,10 +332,30 @@ def stream_tensors(batch, tokenizer: ProgramTokenizer, max_len: int, *, meta_plu
     return t
 
 
+def meta_tensor(tensors: dict, kind: str) -> torch.Tensor:
+    """The meta-PI tensor of ``kind`` for one batch of :func:`stream_tensors`; a kind of :data:`DERIVED_META` is
+    computed on first use and kept in ``tensors`` (every variant and depth of a seed reuses the stream)."""
+    if kind in tensors and tensors[kind] is not None:
+        return tensors[kind]
+    if kind == "meta-std":
+        cx, _ = standardise(tensors["context_x"], tensors["query_x"], tensors["feature_mask"])
+        value = meta_pi(cx.double().cpu().numpy(), tensors["feature_mask"].cpu().numpy())
+    elif kind == "meta-loc":
+        keep = np.zeros(len(META_FEATURE_NAMES))
+        keep[list(LOCATION_SCALE)] = 1.0
+        value = tensors["meta"].double().cpu().numpy() * keep
+    elif kind == "meta-zero":
+        value = np.zeros(tuple(tensors["meta"].shape))
+    else:
+        raise ValueError(f"kind must be one of {sorted({'meta', 'meta++', *DERIVED_META})}, got {kind!r}")
+    tensors[kind] = torch.as_tensor(value, dtype=torch.float32, device=tensors["context_x"].device)
+    return tensors[kind]
+
+
 def _for_variant(tensors: dict, variant: str) -> dict:
     meta_kind, program_kind = VARIANTS[variant]
     out = dict(tensors)
-    out["meta"] = None if meta_kind is None else tensors[meta_kind]
+    out["meta"] = None if meta_kind is None else meta_tensor(tensors, meta_kind)
     if variant in SHUFFLED_META:
         out["meta"] = torch.roll(out["meta"], shifts=1, dims=0)
     out["program_ids"] = tensors["program_ids"] if program_kind is not None else None
@@ -531,7 +565,7 @@ def run_seed(seed: int, *, config: dict, variants, encoder_state: dict | None = 
         res = {"curve": log, "test": {f: evaluate(model, t, v) for f, t in tests.items()}}
         meta_kind, program_kind = VARIANTS[v]
         if meta_kind is not None:  # the meta prefix of another task: does the model use its own?
-            shuffled = torch.roll(val[meta_kind], shifts=1, dims=0)
+            shuffled = torch.roll(meta_tensor(val, meta_kind), shifts=1, dims=0)
             res["meta_shuffled_bce"] = evaluate(model, val, v, meta=shuffled)["bce"]
         if program_kind is not None:
             res["student_r2"] = student_r2(model, val)
@@ -693,3 +727,51 @@ def depth_gains(results: list, depth: int, variant: str = "meta", control: str =
     key = str(int(depth))
     final = lambda r, v: r["depths"][key][v]["curve"]["bce"][-1]  # noqa: E731
     return np.array([final(r, control) - final(r, variant) for r in results])
+
+
+#: Chapter 05's split of meta-PI's information at one layer: (treated, control) pairs, one Holm family. Every
+#: meta arm has meta-PI's architecture and parameter count; "meta (zeros)" is the baseline widened to them, so
+#: rows against it are parameter-matched. Measured, not claimed: no criterion was fixed before these arms ran.
+META_SPLIT: tuple[tuple[str, str], ...] = (
+    ("meta (zeros)", "baseline"),
+    ("meta", "meta (zeros)"),
+    ("meta (standardised)", "meta (zeros)"),
+    ("meta (location, scale)", "meta (zeros)"),
+    ("meta", "meta (location, scale)"),
+    ("meta", "meta (standardised)"),
+)
+
+
+def split_table(results: list, depth: int = 1, comparisons=META_SPLIT, *, alpha: float = 0.05,
+                power: float = 0.8) -> list[dict]:
+    """Paired gains ``loss(control) - loss(treated)`` at ``depth`` for each pair of ``comparisons``, as one family.
+
+    Each row has ``treated``, ``control``, the :class:`~blindspots.claims.SeedEffect` ``effect``, the two-sided
+    paired t ``p``, Holm's ``p_holm`` over the rows, ``detectable`` (the gain a paired t test at level
+    ``alpha / rows``, Holm's strictest step, detects with probability ``power`` at the rows' seed spread) and a
+    ``verdict``: *lower loss* or *higher loss* (the treated arm's, Holm-adjusted p below ``alpha``), else *not
+    resolved (could have detected >= x)*.
+    """
+    from scipy import stats
+
+    if not comparisons:
+        raise ValueError("comparisons must name at least one (treated, control) pair")
+    rows = []
+    for treated, control in comparisons:
+        d = depth_gains(results, depth, variant=treated, control=control)
+        eff = claims.seed_effect(d, np.zeros_like(d), paired=True)
+        if eff.se == 0:
+            p = 1.0 if eff.difference == 0 else 0.0
+        else:
+            p = float(2 * stats.t.sf(abs(eff.difference / eff.se), eff.df))
+        rows.append({"treated": treated, "control": control, "effect": eff, "p": p})
+    for r, q in zip(rows, claims.holm([r["p"] for r in rows])):
+        eff = r["effect"]
+        r["p_holm"] = float(q)
+        r["detectable"] = claims.detectable_effect(eff.se * math.sqrt(eff.n_treated), eff.n_treated,
+                                                   alpha / len(rows), power)
+        if q < alpha:
+            r["verdict"] = "resolved: lower loss" if eff.difference > 0 else "resolved: higher loss"
+        else:
+            r["verdict"] = f"not resolved (could have detected ≥ {r['detectable']:.4f})"
+    return rows
