@@ -228,3 +228,9 @@ MUTANTS.append(Mutant("pi-depth-shuffled-gets-own-meta", "privileged/05_piql_dep
                       patch="""from blindspots.privileged import piql as _piql
 _piql.SHUFFLED_META = frozenset()
 """, scale="book", workers=True))
+MUTANTS.append(Mutant("pi-depth-zeros-gets-meta", "privileged/05_piql_depth",
+                      "pi-depth-meta-beats-zeros-at-one-layer",
+                      "the widened baseline is fed the task's own meta-features instead of zeros (it is meta-PI)",
+                      patch="""from blindspots.privileged import piql as _piql
+_piql.VARIANTS["meta (zeros)"] = ("meta", None)
+""", scale="book", workers=True))

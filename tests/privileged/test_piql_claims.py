@@ -140,11 +140,25 @@ def test_depth_claim_fails_when_meta_carries_nothing_at_one_layer():
         make(planted, cid)
 
 
+def test_parameter_matched_claim_fails_when_the_widened_baseline_is_meta_pi():
+    book05 = load("piql05_book_seeds.json")
+    cid = "pi-depth-meta-beats-zeros-at-one-layer"
+    make(book05, cid)  # the unplanted results pass
+    rng = np.random.default_rng(7)
+    planted = json.loads(json.dumps(book05))
+    for r in planted:  # the widened baseline fed the task's own meta-features ends at meta-PI's loss
+        d = r["depths"]["1"]
+        d["meta (zeros)"]["curve"]["bce"][-1] = d["meta"]["curve"]["bce"][-1] + rng.normal(0, 1e-3)
+    with pytest.raises(ClaimFailed):
+        make(planted, cid)
+
+
 def test_premises_are_sanity_records_and_the_comparisons_verifications():
     assert piql.claim_kind("pi-piql-baseline-learns") == "sanity"
     assert piql.claim_kind("pi-probe-family-decodable") == "sanity"
     assert piql.claim_kind("pi-piql-meta-lowers-loss") == "verification"
     assert piql.claim_kind("pi-depth-meta-lowers-loss-at-one-layer") == "verification"
+    assert piql.claim_kind("pi-depth-meta-beats-zeros-at-one-layer") == "verification"
     with pytest.raises(ValueError, match="cid must be one of"):
         piql.claim_kind("pi-unknown")
 

@@ -636,7 +636,7 @@ PREMISE_CLAIMS = ("pi-piql-baseline-learns", "pi-piql-student-learns", "pi-probe
 
 def claim_kind(cid: str) -> str:
     """``"sanity"`` for a premise (:data:`PREMISE_CLAIMS`), ``"verification"`` for the other training claims."""
-    known = {**TRAINING_CLAIMS, **PROBE_CLAIMS, **DEPTH_CLAIMS}
+    known = {**TRAINING_CLAIMS, **PROBE_CLAIMS, **DEPTH_CLAIMS, **SPLIT_CLAIMS}
     if cid not in known:
         raise ValueError(f"cid must be one of {sorted(known)}, got {cid!r}")
     return "sanity" if cid in PREMISE_CLAIMS else "verification"
@@ -667,11 +667,13 @@ def claim_samples(results: list, cid: str) -> tuple[np.ndarray, np.ndarray, floa
         d = [r["depths"]["1"] for r in results]
         return (np.array([x["baseline"]["curve"]["bce"][-1] for x in d]),
                 np.array([x["meta"]["curve"]["bce"][-1] for x in d]), 0.0)
-    if cid == "pi-depth-meta-beats-shuffled-at-one-layer":
+    if cid in ("pi-depth-meta-beats-shuffled-at-one-layer", "pi-depth-meta-beats-zeros-at-one-layer"):
+        control = "meta (shuffled)" if "shuffled" in cid else "meta (zeros)"
         d = [r["depths"]["1"] for r in results]
-        return (np.array([x["meta (shuffled)"]["curve"]["bce"][-1] for x in d]),
+        return (np.array([x[control]["curve"]["bce"][-1] for x in d]),
                 np.array([x["meta"]["curve"]["bce"][-1] for x in d]), 0.0)
-    raise ValueError(f"cid must be one of {sorted({**TRAINING_CLAIMS, **PROBE_CLAIMS, **DEPTH_CLAIMS})}, got {cid!r}")
+    known = {**TRAINING_CLAIMS, **PROBE_CLAIMS, **DEPTH_CLAIMS, **SPLIT_CLAIMS}
+    raise ValueError(f"cid must be one of {sorted(known)}, got {cid!r}")
 
 
 def probe_gains(results: list, variant: str, layer: int = 1, target: str = "family") -> np.ndarray:
@@ -719,6 +721,13 @@ DEPTH_CLAIMS: dict = {
     "pi-depth-meta-beats-shuffled-at-one-layer": "with one layer, meta-PI ends with a lower validation "
                                                  "log-loss than its control fed another task's meta-features "
                                                  "(same parameters, tokens, task stream and initial weights)",
+}
+#: Chapter 05's parameter-matched claim, written after the split arms' first run (seeds 0-5) and tested on the
+#: chapter's fresh seeds (its ``seed_base``): meta-PI against the baseline widened to its size.
+SPLIT_CLAIMS: dict = {
+    "pi-depth-meta-beats-zeros-at-one-layer": "with one layer, meta-PI ends with a lower validation log-loss "
+                                              "than the baseline widened to its parameters and tokens "
+                                              "(meta-PI fed zeros; same task stream and initial weights)",
 }
 
 
