@@ -127,28 +127,20 @@ def test_claim_samples_rejects_unknown_claims(book03):
         piql.claim_samples(book03, "pi-piql-oracle")
 
 
-def test_depth_claim_fails_when_meta_carries_nothing_at_one_layer():
+@pytest.mark.parametrize("cid, arm, ends_at", [
+    # meta-features shuffled across tasks in training: meta-PI ends at the baseline's loss
+    ("pi-depth-meta-lowers-loss-at-one-layer", "meta", "baseline"),
+    # the widened baseline fed the task's own meta-features: it ends at meta-PI's loss
+    ("pi-depth-meta-beats-zeros-at-one-layer", "meta (zeros)", "meta"),
+], ids=["meta-misaligned", "zeros-arm-is-meta"])
+def test_one_layer_claims_fail_when_an_arm_ends_at_the_other(cid, arm, ends_at):
     book05 = load("piql05_book_seeds.json")
-    cid = "pi-depth-meta-lowers-loss-at-one-layer"
     make(book05, cid)  # the unplanted results pass
     rng = np.random.default_rng(6)
     planted = json.loads(json.dumps(book05))
-    for r in planted:  # meta-features shuffled across tasks in training: meta ends at the baseline's loss
+    for r in planted:
         d = r["depths"]["1"]
-        d["meta"]["curve"]["bce"][-1] = d["baseline"]["curve"]["bce"][-1] + rng.normal(0, 1e-3)
-    with pytest.raises(ClaimFailed):
-        make(planted, cid)
-
-
-def test_parameter_matched_claim_fails_when_the_widened_baseline_is_meta_pi():
-    book05 = load("piql05_book_seeds.json")
-    cid = "pi-depth-meta-beats-zeros-at-one-layer"
-    make(book05, cid)  # the unplanted results pass
-    rng = np.random.default_rng(7)
-    planted = json.loads(json.dumps(book05))
-    for r in planted:  # the widened baseline fed the task's own meta-features ends at meta-PI's loss
-        d = r["depths"]["1"]
-        d["meta (zeros)"]["curve"]["bce"][-1] = d["meta"]["curve"]["bce"][-1] + rng.normal(0, 1e-3)
+        d[arm]["curve"]["bce"][-1] = d[ends_at]["curve"]["bce"][-1] + rng.normal(0, 1e-3)
     with pytest.raises(ClaimFailed):
         make(planted, cid)
 
