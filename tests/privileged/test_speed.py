@@ -94,3 +94,13 @@ def test_format_bound_reads_values_and_one_sided_bounds():
     assert speed.format_bound(4.0, math.inf) == "> 4.00"
     assert speed.format_bound(0.0, math.inf) == "any"
     assert speed.format_bound(1.2, 1.5) == "1.20 to 1.50"
+
+
+def test_target_index_is_the_last_evaluation_at_or_before_the_fraction():
+    steps = [25, 50, 75, 100]
+    assert [speed.target_index(steps, f) for f in (0.5, 0.75, 1.0)] == [1, 2, 3]
+    assert speed.target_index(steps, 0.6) == 1  # 60 lies between 50 and 75: the earlier one
+    assert speed.target_index(steps, 0.1) == 0  # before the first evaluation: the first
+    for bad in (0.0, 1.5, True):
+        with pytest.raises(ValueError, match="fraction"):
+            speed.target_index(steps, bad)

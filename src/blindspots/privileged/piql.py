@@ -34,6 +34,7 @@ from .. import claims
 from .metafeatures import META_FEATURE_NAMES
 from .pfn import PFN, batch_tensors, bce, fit_pfn, meta_pi, standardise, steps_to_reach, task_aurocs
 from .program import PAD_ID, ProgramEncoder, ProgramTokenizer, freeze, pretrain_program_encoder, seeded_init
+from .speed import target_index
 from .teacher_forcing import _single_thread
 
 #: variant -> (meta-PI kind, program-PI kind)
@@ -186,15 +187,6 @@ class HashedProgramEncoder(torch.nn.Module):
 SPEEDUP_FRACTIONS: tuple[float, ...] = (0.5, 0.75, 1.0)
 
 
-def _target_index(steps, fraction: float) -> int:
-    """Index of the last evaluation at or before ``fraction`` of the run (the run's last step)."""
-    steps = np.asarray(steps, dtype=float)
-    if isinstance(fraction, bool) or not 0.0 < float(fraction) <= 1.0:
-        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
-    hit = np.flatnonzero(steps <= fraction * steps[-1] + 1e-9)
-    return int(hit[-1]) if hit.size else 0
-
-
 def speedup(variant_values, baseline_values, steps, *, higher_is_better: bool = False,
             fraction: float = 1.0) -> tuple[float, bool]:
     """The book's reading of the paper's sentence ("baseline-equivalent performance in about half the
@@ -208,7 +200,7 @@ def speedup(variant_values, baseline_values, steps, *, higher_is_better: bool = 
     b = np.asarray(baseline_values, dtype=float)
     if b.shape != steps.shape:
         raise ValueError(f"steps must match baseline_values' shape {b.shape}, got {steps.shape}")
-    target = float(b[_target_index(steps, fraction)])
+    target = float(b[target_index(steps, fraction)])
     s_base = steps_to_reach(b, target, steps, higher_is_better=higher_is_better)
     s_var = steps_to_reach(variant_values, target, steps, higher_is_better=higher_is_better)
     if math.isinf(s_var):
@@ -703,7 +695,7 @@ def speedups(results: list, variant: str, metric: str = "bce", fraction: float =
     for r in results:
         b, x = r["variants"]["baseline"]["curve"], r["variants"][variant]["curve"]
         steps = np.asarray(b["steps"], dtype=float)
-        target = float(np.asarray(b[metric], dtype=float)[_target_index(steps, fraction)])
+        target = float(np.asarray(b[metric], dtype=float)[target_index(steps, fraction)])
         out["t_base"].append(steps_to_reach(b[metric], target, steps, higher_is_better=hib))
         out["t_var"].append(steps_to_reach(x[metric], target, steps, higher_is_better=hib))
         ratio, cens = speedup(x[metric], b[metric], steps, higher_is_better=hib, fraction=fraction)

@@ -23,6 +23,18 @@ import numpy as np
 from .pfn import steps_to_reach
 
 
+def target_index(steps, fraction: float) -> int:
+    """Index of the last evaluation at or before ``fraction`` of the run (its last step): where a speed target
+    is read off the baseline's own curve, in chapter 02 and chapter 03 alike."""
+    steps = np.asarray(steps, dtype=float)
+    if isinstance(fraction, bool) or not 0.0 < float(fraction) <= 1.0:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+    if steps.size == 0:
+        raise ValueError("steps must hold at least one evaluation")
+    hit = np.flatnonzero(steps <= fraction * steps[-1] + 1e-9)
+    return int(hit[-1]) if hit.size else 0
+
+
 def steps_to_target(curve, checkpoints, target: float) -> tuple[int, bool]:
     """First checkpoint at which ``curve <= target``, and whether the run is censored.
 

@@ -336,9 +336,12 @@ SPEED_ARMS: tuple = ("student", "schedule only", "embed loss only")
 def speed_targets(result: dict, levels=SPEED_LEVELS, baseline: str = "scratch") -> list:
     """Target levels of one seed: ``baseline``'s held-out excess at each fraction in ``levels`` of training.
 
-    ``result`` is one :func:`train_arms` output with curves; each fraction is read at the checkpoint
-    nearest to it (exact at book scale, where checkpoints fall every 50 steps).
+    ``result`` is one :func:`train_arms` output with curves; each fraction is read at the last checkpoint
+    at or before it (:func:`.speed.target_index`, chapter 03's rule; exact at book and full scale, where
+    the fractions fall on checkpoints).
     """
+    from .speed import target_index
+
     checkpoints = np.asarray(result["checkpoints"], dtype=float)
     if checkpoints.size == 0:
         raise ValueError("result has no curve: train with curve_points >= 1")
@@ -346,8 +349,7 @@ def speed_targets(result: dict, levels=SPEED_LEVELS, baseline: str = "scratch") 
     for f in levels:
         if not 0 < f <= 1:
             raise ValueError(f"levels must lie in (0, 1], got {f!r}")
-        i = int(np.argmin(np.abs(checkpoints - f * checkpoints[-1])))
-        out.append(float(result["curves"][baseline][i]))
+        out.append(float(result["curves"][baseline][target_index(checkpoints, f)]))
     return out
 
 
