@@ -255,3 +255,13 @@ def test_p_from_interval_inverts_a_paired_t_interval():
     assert p_from_interval(e.difference, e.low, e.high, e.df) == pytest.approx(stats.ttest_rel(a, b).pvalue)
     with pytest.raises(ValueError, match="low <= difference <= high"):
         p_from_interval(1.0, 1.5, 2.0, 4)
+
+
+def test_seed_effect_p_value_is_the_paired_t_test():
+    from scipy import stats
+
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(0.3, 0.1, 8), rng.normal(0.2, 0.1, 8)
+    assert claims.seed_effect(a, b, paired=True).p_value() == pytest.approx(stats.ttest_rel(a, b).pvalue)
+    assert claims.seed_effect([1.0, 1.0], [1.0, 1.0], paired=True).p_value() == 1.0
+    assert claims.seed_effect([2.0, 2.0], [1.0, 1.0], paired=True).p_value() == 0.0

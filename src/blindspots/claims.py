@@ -350,6 +350,14 @@ class SeedEffect:
             return math.copysign(math.inf, self.difference - exceeds) if self.difference != exceeds else 0.0
         return (self.difference - exceeds) / self.se
 
+    def p_value(self) -> float:
+        """Two-sided p-value of Student's t test of ``difference == 0`` (0 or 1 when there is no spread)."""
+        from scipy import stats
+
+        if self.se == 0:
+            return 1.0 if self.difference == 0 else 0.0
+        return float(2 * stats.t.sf(abs(self.difference / self.se), self.df))
+
     def critical_t(self) -> float:
         """The t that the lower end of the interval clears exactly (one-sided level (1-confidence)/2)."""
         from scipy import stats

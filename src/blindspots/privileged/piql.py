@@ -753,19 +753,13 @@ def split_table(results: list, depth: int = 1, comparisons=META_SPLIT, *, alpha:
     ``verdict``: *lower loss* or *higher loss* (the treated arm's, Holm-adjusted p below ``alpha``), else *not
     resolved (could have detected >= x)*.
     """
-    from scipy import stats
-
     if not comparisons:
         raise ValueError("comparisons must name at least one (treated, control) pair")
     rows = []
     for treated, control in comparisons:
         d = depth_gains(results, depth, variant=treated, control=control)
         eff = claims.seed_effect(d, np.zeros_like(d), paired=True)
-        if eff.se == 0:
-            p = 1.0 if eff.difference == 0 else 0.0
-        else:
-            p = float(2 * stats.t.sf(abs(eff.difference / eff.se), eff.df))
-        rows.append({"treated": treated, "control": control, "effect": eff, "p": p})
+        rows.append({"treated": treated, "control": control, "effect": eff, "p": eff.p_value()})
     for r, q in zip(rows, claims.holm([r["p"] for r in rows])):
         eff = r["effect"]
         r["p_holm"] = float(q)

@@ -332,14 +332,8 @@ class Row:
 
 def paired_row(name: str, treated: Sequence[float], control: Sequence[float], gates: Iterable[Gate] = ()) -> Row:
     """A row of a comparison table: the paired effect of ``treated`` over ``control`` and its t test."""
-    from scipy import stats
-
     eff = claims.seed_effect(treated, control, paired=True)
-    if eff.se == 0:
-        p = 1.0 if eff.difference == 0 else 0.0
-    else:
-        p = float(2 * stats.t.sf(abs(eff.difference / eff.se), eff.df))
-    return Row(name, eff, p, list(gates))
+    return Row(name, eff, eff.p_value(), list(gates))
 
 
 def comparison_table(rows: Sequence[Row], *, alpha: float = ALPHA, power: float = POWER, where: str = "",
