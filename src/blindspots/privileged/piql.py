@@ -11,7 +11,7 @@ information. A variant is a pair (meta-PI kind, program-PI kind):
   :class:`~blindspots.privileged.program.ProgramEncoder`; or ``"hashed"``, :class:`HashedProgramEncoder`, a
   generic character n-gram embedding of the program text (no pretrained language model can be downloaded).
 
-The control arm ``"meta (shuffled)"`` (:data:`SHUFFLED_META`) is meta-PI fed another task's meta-features. Two
+The control arm ``"meta (shuffled)"`` (:data:`SHUFFLED_META`) is meta-PI fed another task's meta-features. Three
 more arms split meta-PI's information (:data:`DERIVED_META`), with meta-PI's architecture and parameter count:
 ``"meta (standardised)"`` computes the meta-features on the context the PFN sees, standardised per feature
 (:func:`~blindspots.privileged.pfn.standardise`), so it carries shape but no location or scale; ``"meta (location,
@@ -626,11 +626,14 @@ CONTROL_PROBE_SLACK = 0.1
 PREMISE_CLAIMS = ("pi-piql-baseline-learns", "pi-piql-student-learns", "pi-probe-family-decodable")
 
 
+def _known_claims() -> dict:
+    return {**TRAINING_CLAIMS, **PROBE_CLAIMS, **DEPTH_CLAIMS, **SPLIT_CLAIMS}
+
+
 def claim_kind(cid: str) -> str:
     """``"sanity"`` for a premise (:data:`PREMISE_CLAIMS`), ``"verification"`` for the other training claims."""
-    known = {**TRAINING_CLAIMS, **PROBE_CLAIMS, **DEPTH_CLAIMS, **SPLIT_CLAIMS}
-    if cid not in known:
-        raise ValueError(f"cid must be one of {sorted(known)}, got {cid!r}")
+    if cid not in _known_claims():
+        raise ValueError(f"cid must be one of {sorted(_known_claims())}, got {cid!r}")
     return "sanity" if cid in PREMISE_CLAIMS else "verification"
 
 
@@ -659,13 +662,11 @@ def claim_samples(results: list, cid: str) -> tuple[np.ndarray, np.ndarray, floa
         d = [r["depths"]["1"] for r in results]
         return (np.array([x["baseline"]["curve"]["bce"][-1] for x in d]),
                 np.array([x["meta"]["curve"]["bce"][-1] for x in d]), 0.0)
-    if cid in ("pi-depth-meta-beats-shuffled-at-one-layer", "pi-depth-meta-beats-zeros-at-one-layer"):
-        control = "meta (shuffled)" if "shuffled" in cid else "meta (zeros)"
+    if cid in ONE_LAYER_CONTROLS:
         d = [r["depths"]["1"] for r in results]
-        return (np.array([x[control]["curve"]["bce"][-1] for x in d]),
+        return (np.array([x[ONE_LAYER_CONTROLS[cid]]["curve"]["bce"][-1] for x in d]),
                 np.array([x["meta"]["curve"]["bce"][-1] for x in d]), 0.0)
-    known = {**TRAINING_CLAIMS, **PROBE_CLAIMS, **DEPTH_CLAIMS, **SPLIT_CLAIMS}
-    raise ValueError(f"cid must be one of {sorted(known)}, got {cid!r}")
+    raise ValueError(f"cid must be one of {sorted(_known_claims())}, got {cid!r}")
 
 
 def probe_gains(results: list, variant: str, layer: int = 1, target: str = "family") -> np.ndarray:
@@ -721,6 +722,9 @@ SPLIT_CLAIMS: dict = {
                                               "than the baseline widened to its parameters and tokens "
                                               "(meta-PI fed zeros; same task stream and initial weights)",
 }
+#: One-layer claims of meta-PI against an arm of its own architecture: claim id -> that arm.
+ONE_LAYER_CONTROLS: dict = {"pi-depth-meta-beats-shuffled-at-one-layer": "meta (shuffled)",
+                            "pi-depth-meta-beats-zeros-at-one-layer": "meta (zeros)"}
 
 
 def depth_gains(results: list, depth: int, variant: str = "meta", control: str = "baseline") -> np.ndarray:
