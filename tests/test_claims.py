@@ -265,3 +265,29 @@ def test_seed_effect_p_value_is_the_paired_t_test():
     assert claims.seed_effect(a, b, paired=True).p_value() == pytest.approx(stats.ttest_rel(a, b).pvalue)
     assert claims.seed_effect([1.0, 1.0], [1.0, 1.0], paired=True).p_value() == 1.0
     assert claims.seed_effect([2.0, 2.0], [1.0, 1.0], paired=True).p_value() == 0.0
+
+
+def test_family_verdicts_correct_for_the_family_and_name_the_direction():
+    # paired effects: p about 0.002, 0.028 and 0.044 (positive) and a clear negative one
+    base = np.zeros(6)
+    rows = [
+        claims.seed_effect(np.array([0.9, 1.1, 0.4, 1.6, 0.7, 1.3]), base, paired=True),
+        claims.seed_effect(np.array([0.4, 1.5, 0.1, 1.8, 0.3, 1.2]), base, paired=True),
+        claims.seed_effect(np.array([0.3, 1.5, 0.0, 1.8, 0.2, 1.2]), base, paired=True),
+        claims.seed_effect(-np.array([2.0, 2.1, 1.9, 2.2, 1.8, 2.0]), base, paired=True),
+    ]
+    family = claims.family_verdicts(rows, words=("up", "down", "open"), digits=2)
+    assert [v.p_holm for v in family] == pytest.approx(claims.holm([r.p_value() for r in rows]))
+    assert [v.resolved for v in family] == [v.p_holm < 0.05 for v in family]
+    assert [v.verdict.split(" (")[0] for v in family] == ["up", "open", "open", "down"]
+    for row, v in zip(rows, family):
+        sd = row.se * np.sqrt(row.n_treated)
+        assert v.detectable == pytest.approx(claims.detectable_effect(sd, 6, 0.05 / 4, 0.8))
+        if not v.resolved:
+            assert v.verdict == f"open (could have detected ≥ {v.detectable:.2f})"
+    # alone, the second effect is tested at the full level and resolves; in the family it does not
+    alone = claims.family_verdicts(rows[1:2])[0]
+    assert alone.p_holm == pytest.approx(rows[1].p_value())
+    assert alone.verdict == "reproduces"
+    with pytest.raises(ValueError, match="words must name 3 verdicts"):
+        claims.family_verdicts(rows, words=("up", "down"))

@@ -29,7 +29,7 @@ import json
 import math
 import re
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -438,6 +438,42 @@ def detectable_effect(sd: float, n: int, alpha: float = 0.05, power: float = 0.8
     while shortfall(hi) < 0:
         hi *= 2
     return float(optimize.brentq(shortfall, 0.0, hi, xtol=1e-10 * sd))
+
+
+@dataclass
+class FamilyVerdict:
+    """One row of a family of paired comparisons: Holm's adjusted p, the detectable effect and the verdict."""
+
+    p_holm: float
+    detectable: float
+    resolved: bool
+    verdict: str
+
+
+def family_verdicts(effects: Sequence[SeedEffect], *, alpha: float = 0.05, power: float = 0.8,
+                    words: tuple[str, str, str] = ("reproduces", "opposite", "not resolved"),
+                    digits: int = 3) -> list[FamilyVerdict]:
+    """Verdicts of paired seed effects tested as one family (Holm at ``alpha``).
+
+    A row whose adjusted p is below ``alpha`` reads ``words[0]`` (effect > 0) or ``words[1]`` (effect < 0);
+    otherwise ``words[2]`` with the smallest effect its design could have detected: a paired t test at level
+    ``alpha / m`` (Holm's first, strictest step; ``m`` rows) with probability ``power`` at the row's seed
+    spread (:func:`detectable_effect`), printed with ``digits`` decimals.
+    """
+    if len(words) != 3:
+        raise ValueError(f"words must name 3 verdicts (positive, negative, unresolved), got {words!r}")
+    effects = list(effects)
+    out = []
+    for eff, q in zip(effects, holm([e.p_value() for e in effects])):
+        detectable = detectable_effect(eff.se * math.sqrt(eff.n_treated), eff.n_treated, alpha / len(effects),
+                                       power)
+        resolved = bool(q < alpha)
+        if resolved:
+            verdict = words[0] if eff.difference > 0 else words[1]
+        else:
+            verdict = f"{words[2]} (could have detected ≥ {detectable:.{digits}f})"
+        out.append(FamilyVerdict(float(q), detectable, resolved, verdict))
+    return out
 
 
 def p_from_interval(difference: float, low: float, high: float, df: float, confidence: float = 0.95) -> float:

@@ -747,6 +747,10 @@ META_SPLIT: tuple[tuple[str, str], ...] = (
 )
 
 
+#: Verdicts of :func:`split_table`: the treated arm's loss is lower, higher, or not resolved.
+SPLIT_VERDICTS = ("resolved: lower loss", "resolved: higher loss", "not resolved")
+
+
 def split_table(results: list, depth: int = 1, comparisons=META_SPLIT, *, alpha: float = 0.05,
                 power: float = 0.8) -> list[dict]:
     """Paired gains ``loss(control) - loss(treated)`` at ``depth`` for each pair of ``comparisons``, as one family.
@@ -764,13 +768,8 @@ def split_table(results: list, depth: int = 1, comparisons=META_SPLIT, *, alpha:
         d = depth_gains(results, depth, variant=treated, control=control)
         eff = claims.seed_effect(d, np.zeros_like(d), paired=True)
         rows.append({"treated": treated, "control": control, "effect": eff, "p": eff.p_value()})
-    for r, q in zip(rows, claims.holm([r["p"] for r in rows])):
-        eff = r["effect"]
-        r["p_holm"] = float(q)
-        r["detectable"] = claims.detectable_effect(eff.se * math.sqrt(eff.n_treated), eff.n_treated,
-                                                   alpha / len(rows), power)
-        if q < alpha:
-            r["verdict"] = "resolved: lower loss" if eff.difference > 0 else "resolved: higher loss"
-        else:
-            r["verdict"] = f"not resolved (could have detected ≥ {r['detectable']:.4f})"
+    family = claims.family_verdicts([r["effect"] for r in rows], alpha=alpha, power=power, words=SPLIT_VERDICTS,
+                                    digits=4)
+    for r, v in zip(rows, family):
+        r["p_holm"], r["detectable"], r["verdict"] = v.p_holm, v.detectable, v.verdict
     return rows

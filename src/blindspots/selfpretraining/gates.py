@@ -30,7 +30,6 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .. import claims
-from ..claims import holm
 
 PLATEAU_MARGIN = 0.1  # nats below the unigram entropy of the masked tokens
 ALPHA = 0.05  # family-wise level of a table's tested rows (Holm)
@@ -348,16 +347,9 @@ def comparison_table(rows: Sequence[Row], *, alpha: float = ALPHA, power: float 
     but not by this run within its budget (:func:`.spt_length.budget_limited`).
     """
     tested = [r for r in rows if r.tested]
-    adjusted = holm([r.p for r in tested])
-    m = len(tested)
-    for r, q in zip(tested, adjusted):
-        r.p_holm = float(q)
-        sd = r.effect.se * math.sqrt(r.effect.n_treated)
-        r.detectable = detectable_effect(sd, r.effect.n_treated, alpha / m, power)
-        if q < alpha:
-            r.verdict = VERDICTS[0] if r.effect.difference > 0 else VERDICTS[1]
-        else:
-            r.verdict = f"{VERDICTS[2]} (could have detected ≥ {r.detectable:.3f})"
+    family = claims.family_verdicts([r.effect for r in tested], alpha=alpha, power=power, words=VERDICTS[:3])
+    for r, v in zip(tested, family):
+        r.p_holm, r.detectable, r.verdict = v.p_holm, v.detectable, v.verdict
     for r in rows:
         if not r.tested:
             why = f"{'budget; ' if budget else ''}gate failed: {'; '.join(r.failed)}"
