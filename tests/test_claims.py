@@ -245,18 +245,6 @@ def test_holm_matches_the_step_down_rule():
         holm([0.1, 1.5])
 
 
-def test_p_from_interval_inverts_a_paired_t_interval():
-    from scipy import stats
-
-    from blindspots.claims import p_from_interval, seed_effect
-
-    a, b = np.array([1.0, 1.4, 0.9, 1.6, 1.2]), np.array([0.8, 1.1, 1.0, 1.2, 0.9])
-    e = seed_effect(a, b, paired=True)
-    assert p_from_interval(e.difference, e.low, e.high, e.df) == pytest.approx(stats.ttest_rel(a, b).pvalue)
-    with pytest.raises(ValueError, match="low <= difference <= high"):
-        p_from_interval(1.0, 1.5, 2.0, 4)
-
-
 def test_seed_effect_p_value_is_the_paired_t_test():
     from scipy import stats
 

@@ -476,23 +476,6 @@ def family_verdicts(effects: Sequence[SeedEffect], *, alpha: float = 0.05, power
     return out
 
 
-def p_from_interval(difference: float, low: float, high: float, df: float, confidence: float = 0.95) -> float:
-    """Two-sided p-value of a Student-t interval ``[low, high]`` around ``difference`` with ``df`` degrees of
-    freedom: the standard error is the half-width over the critical t, the p-value that of ``difference / se``.
-    Used where only a stored interval survives (a committed full-scale run), to correct a table for
-    multiplicity."""
-    from scipy import stats
-
-    if not (low <= difference <= high) or not high > low:
-        raise ValueError(f"need low <= difference <= high with high > low, got {low}, {difference}, {high}")
-    if not df > 0:
-        raise ValueError(f"df must be > 0, got {df}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    se = (high - low) / (2 * float(stats.t.ppf(0.5 + confidence / 2, df)))
-    return float(2 * stats.t.sf(abs(difference) / se, df))
-
-
 def claim_effect(cid: str, statement: str, treated: Any, control: Any, *, exceeds: float = 0.0,
                  paired: bool = False, confidence: float = 0.95, kind: str = "verification",
                  theorem: str | None = None, show: bool | str = "pass") -> SeedEffect:
