@@ -122,3 +122,24 @@ def test_every_claim_of_an_all_hold_block_that_failed_is_recorded(tmp_path, monk
     assert fullscale.main(["demo/01_a"]) == 1
     info = fullscale.run_info(fullscale.output_path("demo/01_a"))
     assert info["complete"] is True and info["failed_claims"] == ["demo-a", "demo-b"]
+
+
+def test_the_recorded_commit_is_the_one_the_run_started_from(tmp_path, monkeypatch):
+    # a commit made while a long run executes must not be credited with its numbers
+    import papermill
+
+    _fake_book(tmp_path)
+    monkeypatch.setattr(fullscale.runtime, "repo_root", lambda: tmp_path)
+    monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path / "claims"))
+    head = {"commit": "aaaa111"}
+    monkeypatch.setattr(fullscale, "git_commit", lambda root=None: head["commit"])
+    execute = papermill.execute_notebook
+
+    def execute_then_commit(*args, **kwargs):
+        out = execute(*args, **kwargs)
+        head["commit"] = "bbbb222+dirty"  # someone commits while the run goes on
+        return out
+
+    monkeypatch.setattr(papermill, "execute_notebook", execute_then_commit)
+    assert fullscale.main(["demo/01_a"]) == 0
+    assert fullscale.run_info(fullscale.output_path("demo/01_a"))["commit"] == "aaaa111"

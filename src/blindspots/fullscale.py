@@ -135,6 +135,8 @@ def run_chapter(chapter: str, root: Path | None = None, device: str = "auto") ->
     staged = out.with_suffix(".input.ipynb")
     nbformat.write(_prepare(chapter, root), staged)
     os.environ.setdefault("BLINDSPOTS_CLAIMS_DIR", str(root / "_build" / "claims-full"))
+    # the code the run starts from: commits made while it runs are not what made its numbers
+    commit = git_commit(root)
     start, error = time.perf_counter(), None
     try:
         # allow_errors: a claim that fails at full scale must not hide the cells after it (its figure,
@@ -159,7 +161,7 @@ def run_chapter(chapter: str, root: Path | None = None, device: str = "auto") ->
     measured = error is not None and bool(errors) and len(claim_errors) == len(errors) and all(claim_errors)
     info = {"chapter": chapter, "complete": error is None or measured, "error": error,
             "failed_claims": failed_claims,
-            "elapsed_s": round(time.perf_counter() - start, 1), "commit": git_commit(root),
+            "elapsed_s": round(time.perf_counter() - start, 1), "commit": commit,
             "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     for cell in nb.cells:  # the provenance cell's printed record
         if PROVENANCE_TAG in cell.metadata.get("tags", []):
