@@ -669,7 +669,9 @@ PAPER_CLAIMS = [
         book=dict(verdict=None, effect="privileged/02_teacher_forcing::tf_student_below_scratch",
                   lo="privileged/02_teacher_forcing::tf_student_below_scratch_lo",
                   hi="privileged/02_teacher_forcing::tf_student_below_scratch_hi"),
-        full=None,
+        full=dict(verdict=None, effect="privileged/02_teacher_forcing::tf_student_below_scratch",
+                  lo="privileged/02_teacher_forcing::tf_student_below_scratch_lo",
+                  hi="privileged/02_teacher_forcing::tf_student_below_scratch_hi"),
         not_attempted=None,
     ),
     dict(
@@ -687,7 +689,10 @@ PAPER_CLAIMS = [
                   effect="privileged/02_teacher_forcing::tf_schedule_only_effect",
                   lo="privileged/02_teacher_forcing::tf_schedule_only_effect_lo",
                   hi="privileged/02_teacher_forcing::tf_schedule_only_effect_hi"),
-        full=None,
+        full=dict(verdict="privileged/02_teacher_forcing::tf_schedule_only_verdict",
+                  effect="privileged/02_teacher_forcing::tf_schedule_only_effect",
+                  lo="privileged/02_teacher_forcing::tf_schedule_only_effect_lo",
+                  hi="privileged/02_teacher_forcing::tf_schedule_only_effect_hi"),
         not_attempted=None,
     ),
     dict(
