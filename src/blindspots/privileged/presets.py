@@ -29,7 +29,7 @@ PRESETS: dict = {
         "book": {"prior": _PRIOR, "n": 10, "steps": 2_000, "batch": 256, "hidden": 64, "lr": 3e-3,
                  "embed_weight": 1.0, "test_tasks": 100_000, "curve_points": 40, "curve_tasks": 5_000, "z": 3.0,
                  "seeds": 6, "n_jobs": 2},
-        # sized for 2 CPU cores (about a quarter of an hour): 3x the steps, 2x the batch and 10 seeds, the
+        # sized for 2 CPU cores (about 30 minutes): 3x the steps, 2x the batch and 10 seeds, the
         # book's width and learning rate, checkpoints every 75 steps
         "full": {"prior": _PRIOR, "n": 10, "steps": 6_000, "batch": 512, "hidden": 64, "lr": 3e-3,
                  "embed_weight": 1.0, "test_tasks": 400_000, "curve_points": 80, "curve_tasks": 20_000, "z": 3.0,
