@@ -86,9 +86,10 @@ test-nbval: $(STAMP)
 
 # Planted errors (tests/mutants): each verification claim recorded by the book-scale run must be
 # killed by one, at smoke scale or at unit level; the score lands in the verification report.
-# They run one per core, so each keeps one thread (ONE_THREAD).
+# They run one per core, so each keeps one thread (ONE_THREAD) and runs its seeds in its own process, one
+# after another (BLINDSPOTS_SEED_JOBS=1: the same numbers, no second process per core).
 test-mutants: $(STAMP)
-	@$(call timed,test-mutants,$(ONE_THREAD) BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(BIN)/pytest tests/mutants -q -p no:cacheprovider)
+	@$(call timed,test-mutants,$(ONE_THREAD) BLINDSPOTS_SEED_JOBS=1 BLINDSPOTS_CLAIMS_DIR=$(CLAIMS) $(BIN)/pytest tests/mutants -q -p no:cacheprovider)
 
 # Strict build (-W -n): broken references or citations fail. Notebooks were just run by
 # nbval, so this build renders their committed outputs instead of running them again.

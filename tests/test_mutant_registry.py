@@ -52,3 +52,26 @@ def test_a_worker_patch_reaches_seed_workers():
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
+
+
+@pytest.mark.parametrize("mutant", [m for m in MUTANTS if m.scale == "mutant"], ids=lambda m: m.id)
+def test_a_mutant_scale_mutant_names_a_chapter_with_that_scale(mutant):
+    from blindspots import runtime
+
+    assert runtime.MUTANT_SCALE in runtime.all_presets()[mutant.notebook], (
+        f"{mutant.id}: {mutant.notebook} defines no {runtime.MUTANT_SCALE!r} sizes in its presets")
+
+
+def test_a_kill_at_mutant_scale_needs_its_control_to_hold():
+    from mutants.test_mutants import _killed, controls_for
+
+    m = Mutant("pi-x", "privileged/05_piql_depth", "c1", "w", patch="x = 1", scale="mutant", also=("c2",))
+    book = Mutant("pi-y", "privileged/03_piql_training", "c3", "w", patch="x = 1", scale="book")
+    (control,) = controls_for([m, book])
+    assert control.notebook == m.notebook and control.targets == ("c1", "c2")
+    stopped = {"ename": "ClaimFailed", "evalue": "claim 'c1' failed: ...\nclaim 'c2' failed: ..."}
+    assert _killed(m, stopped, {"c1": True, "c2": True})
+    assert not _killed(m, stopped, {"c1": True, "c2": False})  # c2 fails unpatched: the kill shows nothing
+    assert not _killed(m, stopped, {"c1": True, "c2": None})  # c2 never made unpatched
+    assert not _killed(m, stopped, None)
+    assert _killed(book, {"ename": "ClaimFailed", "evalue": "claim 'c3' failed"}), "book scale: nbval is its control"

@@ -39,7 +39,17 @@ def test_cuda_without_cuda_is_a_clear_error():
 def test_every_preset_defines_every_scale():
     presets = runtime.all_presets()
     for chapter, table in presets.items():
-        assert set(table) == set(runtime.SCALES), chapter
+        assert set(table) - {runtime.MUTANT_SCALE} == set(runtime.SCALES), chapter
+
+
+def test_mutant_scale_only_where_a_chapter_defines_it():
+    presets = runtime.all_presets()
+    without = next(c for c, t in presets.items() if runtime.MUTANT_SCALE not in t)
+    with pytest.raises(ValueError, match=r"scale 'mutant' is defined only for the chapters"):
+        runtime.sizes_for(without, runtime.MUTANT_SCALE)
+    for chapter, table in presets.items():
+        if runtime.MUTANT_SCALE in table:
+            assert set(table[runtime.MUTANT_SCALE]) == set(table["book"]), chapter
 
 
 def test_every_toc_chapter_has_presets():

@@ -278,8 +278,10 @@ def mutation_score_lines(records: list[dict], mutants: dict[tuple[str, str], lis
     lines = [f"**Mutation score: {nb} of {n} verifications killed by a planted error at notebook level{pct}**, "
              f"with {n_mutants} planted errors (`make test-mutants`, `tests/mutants/`). Each planted error "
              "changes one theory value, constant, estimator or training step in `src` or the data; with it the "
-             "chapter, run through its own code (at smoke scale, or at book scale for a training claim that "
-             "only a book-scale run makes), must stop on the claims named in the last column. "
+             "chapter, run through its own code, must stop on the claims named in the last column: at smoke "
+             "scale, or, for a training claim that smoke scale cannot make, at book scale or at the chapter's "
+             "*mutant* scale (its smallest run at which the claim holds; the same chapter run there without the "
+             "error, in the same session, must make each such claim and see it hold, or the kill does not count). "
              f"Killed only by a unit test of the claim's statistic, which does not count: {unit_only}.", "",
              "| Part | killed at notebook level | of verifications | unit test only | consistency | sanity |",
              "|---|---|---|---|---|---|"]

@@ -32,8 +32,10 @@ class Mutant:
     what: one sentence saying which wrong theory or bug this plants.
     patch: code run after the parameters cell (notebook level), or ``None`` with ``unit``.
     unit: a pytest node id (``tests/...py::test_name``) that plants the error at unit level.
-    scale: the scale a notebook-level mutant runs its chapter at: ``smoke``, or ``book`` for a training claim
-    that only a book-scale run makes (the planted bug must still reach it through the chapter's own code).
+    scale: the scale a notebook-level mutant runs its chapter at: ``smoke``; for a training claim that smoke
+    scale cannot make, ``mutant`` (the chapter's preset for these tests: the smallest run at which the claim
+    holds, checked by an unpatched control run of the chapter in the same session) or ``book`` where a
+    book-scale run takes about a minute. The planted bug must still reach the claim through the chapter's code.
     also: further claims that the same run must name as failed (claims made together in one
     ``claims.all_hold`` block); each counts as killed by this mutant.
     workers: plant ``patch`` in every seed worker too (:func:`planted_patch`), for a chapter whose
@@ -57,9 +59,9 @@ class Mutant:
             raise ValueError(f"mutant {self.id!r}: give exactly one of patch (notebook level) or unit")
         if (self.also or self.workers) and self.unit is not None:
             raise ValueError(f"mutant {self.id!r}: also and workers apply to notebook-level mutants only")
-        if self.scale not in ("smoke", "book") or (self.unit is not None and self.scale != "smoke"):
-            raise ValueError(f"mutant {self.id!r}: scale must be 'smoke' or 'book' (notebook level only), "
-                             f"got {self.scale!r}")
+        if self.scale not in ("smoke", "mutant", "book") or (self.unit is not None and self.scale != "smoke"):
+            raise ValueError(f"mutant {self.id!r}: scale must be 'smoke', 'mutant' or 'book' (the last two at "
+                             f"notebook level only), got {self.scale!r}")
 
     @property
     def targets(self) -> tuple[str, ...]:

@@ -1,9 +1,11 @@
 """``make test-mutants``: every verification claim is killed by a planted error (registry.py).
 
-Notebook-level mutants run their chapter at smoke scale (or, for a training claim only a book-scale run
-makes, at book scale: ``Mutant.scale``) through papermill with the patch cell
-inserted after the parameters cell, two at a time (one per core); each must stop with
-``ClaimFailed`` naming its claim. Unit-level mutants run their pytest node. The outcomes and the
+Notebook-level mutants run their chapter at smoke scale (or, for a training claim that smoke scale cannot
+make, at the chapter's ``mutant`` scale or at book scale: ``Mutant.scale``) through papermill with the patch
+cell inserted after the parameters cell, two at a time (one per core); each must stop with
+``ClaimFailed`` naming its claim. A kill at ``mutant`` scale counts only if the same chapter, run unpatched
+at that scale in the same session (its control), makes every claim its mutants target and each holds.
+Unit-level mutants run their pytest node. The outcomes and the
 mutation score (verifications killed / verifications, over the book-scale claim records that
 ``make test-nbval`` or ``make book`` just wrote) go to ``_build/mutants/`` for the report.
 """
@@ -14,12 +16,14 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from blindspots import claims, runtime
+from blindspots.runtime import MUTANT_SCALE
 from conftest import ROOT
 from mutants.registry import all_mutants, planted_patch
 
@@ -28,6 +32,8 @@ OUT = ROOT / "_build" / "mutants"
 
 
 def _with_patch(mutant, folder: Path) -> Path:
+    """The chapter with the patch cell after its parameters cell (``mutant.patch`` None: the control's cell,
+    which only sends the claim records to a folder of their own)."""
     nb = nbformat.read(ROOT / "notebooks" / f"{mutant.notebook}.ipynb", as_version=4)
     at = next(i for i, c in enumerate(nb.cells)
               if c.cell_type == "code" and "parameters" in c.metadata.get("tags", []))
@@ -36,7 +42,7 @@ def _with_patch(mutant, folder: Path) -> Path:
     records = folder / "claims" / mutant.id
     cell = nbformat.v4.new_code_cell("# planted error: " + mutant.what.replace("\n", " ") + "\n"
                                      + f"import os as _os\n_os.environ['BLINDSPOTS_CLAIMS_DIR'] = {str(records)!r}\n"
-                                     + planted_patch(mutant))
+                                     + (planted_patch(mutant) if mutant.patch else ""))
     nb.cells.insert(at + 1, cell)
     _, nb = nbformat.validator.normalize(nb)  # older notebooks carry no cell ids
     nb = nbformat.from_dict(nb)
@@ -59,6 +65,37 @@ def _run_notebook_mutant(mutant, folder: Path) -> dict:
     return {"ename": None, "evalue": "the notebook ran to the end"}
 
 
+@dataclass(frozen=True)
+class Control:
+    """A chapter run unpatched at ``mutant`` scale: the claims its mutants target must be made and hold."""
+
+    notebook: str
+    targets: tuple[str, ...]
+    scale: str = MUTANT_SCALE
+    patch: None = None
+    what: str = "control: no planted error"
+    level: str = "notebook"
+
+    @property
+    def id(self) -> str:
+        return "control-" + self.notebook.replace("/", "-")
+
+
+def controls_for(mutants) -> list[Control]:
+    """One control per chapter that has mutants at ``mutant`` scale."""
+    chapters = sorted({m.notebook for m in mutants if m.scale == MUTANT_SCALE})
+    return [Control(nb, tuple(sorted({c for m in mutants if m.notebook == nb and m.scale == MUTANT_SCALE
+                                      for c in m.targets}))) for nb in chapters]
+
+
+def _control_holds(control: Control, folder: Path) -> dict:
+    """Each target claim recorded by the unpatched run, and whether it held."""
+    root = folder / "claims" / control.id
+    records = claims.load_records(root, chapter=control.notebook) if root.is_dir() else []
+    found = {r["id"]: r["passed"] for r in records}
+    return {c: found.get(c) for c in control.targets}
+
+
 def _run_unit_mutant(mutant) -> dict:
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", mutant.unit],
                           cwd=ROOT, capture_output=True, text=True)
@@ -71,9 +108,12 @@ def _run_mutant(mutant, folder: Path) -> dict:
     return _run_notebook_mutant(mutant, folder) if mutant.level == "notebook" else _run_unit_mutant(mutant)
 
 
-def _killed(mutant, outcome: dict) -> bool:
+def _killed(mutant, outcome: dict, control: dict | None = None) -> bool:
+    """Stopped on every target claim; at ``mutant`` scale, also each target held in the unpatched control."""
     if mutant.level == "unit":
         return outcome["ename"] == "unit-pass"
+    if mutant.scale == MUTANT_SCALE and not (control and all(control.get(c) is True for c in mutant.targets)):
+        return False
     return outcome["ename"] == "ClaimFailed" and all(f"claim {c!r} failed" in outcome["evalue"]
                                                      for c in mutant.targets)
 
@@ -99,26 +139,43 @@ def outcomes(request, tmp_path_factory) -> dict:
     if len(chosen) == len(MUTANTS):
         for old_record in OUT.glob("*.json"):  # the report must not list mutants of an earlier registry
             old_record.unlink()
-    # the long book-scale runs first, so that they do not end the pool alone
-    order = sorted(range(len(chosen)), key=lambda i: chosen[i].scale != "book")
+    jobs = [*chosen, *controls_for(chosen)]
+    # the long runs first, so that they do not end the pool alone
+    order = sorted(range(len(jobs)), key=lambda i: {"book": 0, MUTANT_SCALE: 1}.get(jobs[i].scale, 2))
     ran = Parallel(n_jobs=runtime.physical_cores(), backend="threading")(
-        delayed(_run_mutant)(chosen[i], folder) for i in order)
-    results = [None] * len(chosen)
+        delayed(_run_mutant)(jobs[i], folder) for i in order)
+    results = [None] * len(jobs)
     for i, r in zip(order, ran):
         results[i] = r
-    out = {m.id: r for m, r in zip(chosen, results)}
+    out = {m.id: r for m, r in zip(jobs, results)}
+    for c in jobs[len(chosen):]:
+        out[c.id] = {**out[c.id], "holds": _control_holds(c, folder)}
     for m in chosen:
+        control = out.get(Control(m.notebook, ()).id, {}).get("holds") if m.scale == MUTANT_SCALE else None
+        out[m.id]["control"] = control
         rec = {"id": m.id, "notebook": m.notebook, "kills": m.kills, "also": list(m.also), "what": m.what,
-               "level": m.level,
-               "unit": m.unit, "scale": m.scale, "killed": _killed(m, out[m.id]), **out[m.id]}
+               "level": m.level, "unit": m.unit, "scale": m.scale,
+               "killed": _killed(m, out[m.id], control), **out[m.id]}
         (OUT / f"{m.id}.json").write_text(json.dumps(rec, indent=1))
     return out
+
+
+@pytest.mark.parametrize("control", controls_for(MUTANTS), ids=lambda c: c.id)
+def test_mutant_scale_makes_the_claims_unpatched(control, outcomes):
+    """Without a planted error, the chapter at ``mutant`` scale makes each claim its mutants target, and each
+    holds: a claim that failed there anyway would be killed by any patch."""
+    if control.id not in outcomes:
+        pytest.skip("no mutant of this chapter selected")
+    holds = outcomes[control.id]["holds"]
+    assert all(v is True for v in holds.values()), (
+        f"{control.notebook} at mutant scale, unpatched: target claims not made (None) or failed (False): "
+        f"{holds}; the run ended with {outcomes[control.id]['ename']}: {outcomes[control.id]['evalue'][:400]}")
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.id for m in MUTANTS])
 def test_planted_error_kills_its_claim(mutant, outcomes):
     outcome = outcomes[mutant.id]
-    assert _killed(mutant, outcome), (
+    assert _killed(mutant, outcome, outcome.get("control")), (
         f"planted error {mutant.id!r} ({mutant.what}) should make claim {mutant.kills!r} of "
         f"{mutant.notebook} fail first; got {outcome['ename']}: {outcome['evalue'][:400]}")
 
@@ -131,7 +188,8 @@ def test_every_verification_is_killed(outcomes):
     records = claims.load_records(book) if book.is_dir() else []
     assert records, f"no book-scale claim records in {book}: run make test-nbval (or make book) first"
     verifications = sorted({(r["notebook"], r["id"]) for r in records if r.get("kind") == "verification"})
-    killed = {(m.notebook, c) for m in MUTANTS if _killed(m, outcomes[m.id]) for c in m.targets}
+    killed = {(m.notebook, c) for m in MUTANTS if _killed(m, outcomes[m.id], outcomes[m.id].get("control"))
+              for c in m.targets}
     survivors = [f"{nb}: {cid}" for nb, cid in verifications if (nb, cid) not in killed]
     summary = {"verifications": len(verifications), "killed": len(verifications) - len(survivors),
                "score": (len(verifications) - len(survivors)) / len(verifications) if verifications else None,

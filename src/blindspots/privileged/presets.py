@@ -72,8 +72,10 @@ for _nb, _probe in (("privileged/03_piql_training", False), ("privileged/04_piql
 # Chapter 05: the same model family at several depths, no probes, no real data. Its seeds start at 200: the
 # parameter-matched claim (piql.SPLIT_CLAIMS) was written after a run on seeds 0-5.
 PRESETS["privileged/05_piql_depth"] = {
-    scale: {**PRESETS["privileged/04_piql_probes"][scale],
-            "eval": {**PRESETS["privileged/04_piql_probes"][scale]["eval"], "probe_train": 0, "probe_test": 0},
+    scale: {**PRESETS["privileged/04_piql_probes"][like],
+            "eval": {**PRESETS["privileged/04_piql_probes"][like]["eval"], "probe_train": 0, "probe_test": 0},
             "depths": depths, "seed_base": 200}
-    for scale, depths in (("smoke", [1, 2]), ("book", [1, 2, 4]), ("full", [1, 2, 4, 10]))
+    # mutant (the planted-error tests' run, runtime.MUTANT_SCALE): book's run at one layer, where its claims are
+    for scale, like, depths in (("smoke", "smoke", [1, 2]), ("book", "book", [1, 2, 4]),
+                                ("full", "full", [1, 2, 4, 10]), ("mutant", "book", [1]))
 }
