@@ -85,7 +85,7 @@ test-nbval: $(STAMP)
 	  --durations=30 notebooks)
 
 # Planted errors (tests/mutants): each verification claim recorded by the book-scale run must be
-# killed by one, at smoke scale or at unit level; the score lands in the verification report.
+# killed by one, at smoke, mutant or book scale; the score lands in the verification report.
 # They run one per core, so each keeps one thread (ONE_THREAD) and runs its seeds in its own process, one
 # after another (BLINDSPOTS_SEED_JOBS=1: the same numbers, no second process per core).
 test-mutants: $(STAMP)

@@ -70,8 +70,9 @@ def test_a_kill_at_mutant_scale_needs_its_control_to_hold():
     (control,) = controls_for([m, book])
     assert control.notebook == m.notebook and control.targets == ("c1", "c2")
     stopped = {"ename": "ClaimFailed", "evalue": "claim 'c1' failed: ...\nclaim 'c2' failed: ..."}
-    assert _killed(m, stopped, {"c1": True, "c2": True})
-    assert not _killed(m, stopped, {"c1": True, "c2": False})  # c2 fails unpatched: the kill shows nothing
-    assert not _killed(m, stopped, {"c1": True, "c2": None})  # c2 never made unpatched
-    assert not _killed(m, stopped, None)
+    assert _killed(m, {**stopped, "control": {"c1": True, "c2": True}})
+    assert not _killed(m, {**stopped, "control": {"c1": True, "c2": False}})  # c2 fails unpatched: shows nothing
+    assert not _killed(m, {**stopped, "control": {"c1": True, "c2": None}})  # c2 never made unpatched
+    assert not _killed(m, {**stopped, "control": None})
+    assert not _killed(m, stopped)
     assert _killed(book, {"ename": "ClaimFailed", "evalue": "claim 'c3' failed"}), "book scale: nbval is its control"

@@ -34,8 +34,9 @@ class Mutant:
     unit: a pytest node id (``tests/...py::test_name``) that plants the error at unit level.
     scale: the scale a notebook-level mutant runs its chapter at: ``smoke``; for a training claim that smoke
     scale cannot make, ``mutant`` (the chapter's preset for these tests: the smallest run at which the claim
-    holds, checked by an unpatched control run of the chapter in the same session) or ``book`` where a
-    book-scale run takes about a minute. The planted bug must still reach the claim through the chapter's code.
+    holds, checked by an unpatched control run of the chapter in the same session) or ``book`` where the chapter
+    has no smaller run at which the claim holds. The planted bug must still reach the claim through the chapter's
+    code.
     also: further claims that the same run must name as failed (claims made together in one
     ``claims.all_hold`` block); each counts as killed by this mutant.
     workers: plant ``patch`` in every seed worker too (:func:`planted_patch`), for a chapter whose

@@ -78,7 +78,11 @@ class Control:
 
     @property
     def id(self) -> str:
-        return "control-" + self.notebook.replace("/", "-")
+        return control_id(self.notebook)
+
+
+def control_id(notebook: str) -> str:
+    return "control-" + notebook.replace("/", "-")
 
 
 def controls_for(mutants) -> list[Control]:
@@ -108,10 +112,12 @@ def _run_mutant(mutant, folder: Path) -> dict:
     return _run_notebook_mutant(mutant, folder) if mutant.level == "notebook" else _run_unit_mutant(mutant)
 
 
-def _killed(mutant, outcome: dict, control: dict | None = None) -> bool:
-    """Stopped on every target claim; at ``mutant`` scale, also each target held in the unpatched control."""
+def _killed(mutant, outcome: dict) -> bool:
+    """Stopped on every target claim; at ``mutant`` scale, also each target held in the unpatched control
+    (``outcome["control"]``: claim id -> held, None when not made)."""
     if mutant.level == "unit":
         return outcome["ename"] == "unit-pass"
+    control = outcome.get("control")
     if mutant.scale == MUTANT_SCALE and not (control and all(control.get(c) is True for c in mutant.targets)):
         return False
     return outcome["ename"] == "ClaimFailed" and all(f"claim {c!r} failed" in outcome["evalue"]
@@ -151,11 +157,11 @@ def outcomes(request, tmp_path_factory) -> dict:
     for c in jobs[len(chosen):]:
         out[c.id] = {**out[c.id], "holds": _control_holds(c, folder)}
     for m in chosen:
-        control = out.get(Control(m.notebook, ()).id, {}).get("holds") if m.scale == MUTANT_SCALE else None
-        out[m.id]["control"] = control
+        if m.scale == MUTANT_SCALE:
+            out[m.id]["control"] = out.get(control_id(m.notebook), {}).get("holds")
         rec = {"id": m.id, "notebook": m.notebook, "kills": m.kills, "also": list(m.also), "what": m.what,
                "level": m.level, "unit": m.unit, "scale": m.scale,
-               "killed": _killed(m, out[m.id], control), **out[m.id]}
+               "killed": _killed(m, out[m.id]), **out[m.id]}
         (OUT / f"{m.id}.json").write_text(json.dumps(rec, indent=1))
     return out
 
@@ -175,7 +181,7 @@ def test_mutant_scale_makes_the_claims_unpatched(control, outcomes):
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.id for m in MUTANTS])
 def test_planted_error_kills_its_claim(mutant, outcomes):
     outcome = outcomes[mutant.id]
-    assert _killed(mutant, outcome, outcome.get("control")), (
+    assert _killed(mutant, outcome), (
         f"planted error {mutant.id!r} ({mutant.what}) should make claim {mutant.kills!r} of "
         f"{mutant.notebook} fail first; got {outcome['ename']}: {outcome['evalue'][:400]}")
 
@@ -188,8 +194,7 @@ def test_every_verification_is_killed(outcomes):
     records = claims.load_records(book) if book.is_dir() else []
     assert records, f"no book-scale claim records in {book}: run make test-nbval (or make book) first"
     verifications = sorted({(r["notebook"], r["id"]) for r in records if r.get("kind") == "verification"})
-    killed = {(m.notebook, c) for m in MUTANTS if _killed(m, outcomes[m.id], outcomes[m.id].get("control"))
-              for c in m.targets}
+    killed = {(m.notebook, c) for m in MUTANTS if _killed(m, outcomes[m.id]) for c in m.targets}
     survivors = [f"{nb}: {cid}" for nb, cid in verifications if (nb, cid) not in killed]
     summary = {"verifications": len(verifications), "killed": len(verifications) - len(survivors),
                "score": (len(verifications) - len(survivors)) / len(verifications) if verifications else None,
