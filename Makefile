@@ -27,7 +27,8 @@ help:
 	@echo "make test      set up .venv and run the whole test suite (unit, smoke, nbval, mutants, strict build, browser)"
 	@echo "make test-mutants  planted errors: every verification claim must fail under one"
 	@echo "make thread-check  after make book: rerun the training chapters with 2 torch threads per seed, compare claims (RECORD=1 commits the result)"
-	@echo "make full      every chapter at scale=full into results/full/ (resumes; CHAPTERS=part/NN_name for some, FORCE=1 reruns)"
+	@echo "make full      every chapter at scale=full into results/full/ (resumes; CHAPTERS=part/NN_name for some, FORCE=1 reruns,"
+	@echo "               REPEAT=sse|threads2 repeats a run on another floating-point path into <chapter>_<repeat>.ipynb)"
 	@echo "make test-gpu  full-scale notebook runs and book-scale nbval on CUDA"
 	@echo "make lab       JupyterLab on notebooks/"
 	@echo "make bench     print the benchmarks' measured ratios"
@@ -99,7 +100,7 @@ test-docs: $(STAMP)
 # Paper scale, on CUDA when present: results/full/<part>/<chapter>.ipynb, saved cell by cell; a rerun
 # resumes at the first chapter not complete. Commit the results: the book's appendix renders them.
 full: $(STAMP)
-	$(BIN)/python -m blindspots.fullscale $(if $(FORCE),--force) $(CHAPTERS)
+	$(BIN)/python -m blindspots.fullscale $(if $(FORCE),--force) $(if $(REPEAT),--repeat $(REPEAT)) $(CHAPTERS)
 
 # Training chapters again with two torch threads per seed (one seed at a time), claims compared with
 # the one-thread records of `make book`; the status page shows the result after the next build.

@@ -143,3 +143,57 @@ def test_the_recorded_commit_is_the_one_the_run_started_from(tmp_path, monkeypat
     monkeypatch.setattr(papermill, "execute_notebook", execute_then_commit)
     assert fullscale.main(["demo/01_a"]) == 0
     assert fullscale.run_info(fullscale.output_path("demo/01_a"))["commit"] == "aaaa111"
+
+
+def test_a_repeat_on_another_floating_point_path_is_its_own_page_compared_claim_by_claim(tmp_path, monkeypatch):
+    _fake_book(tmp_path)
+    nb = nbformat.read(tmp_path / "notebooks/demo/01_a.ipynb", as_version=4)
+    nb.cells[-1].source = ("import os\nfrom blindspots import claims\nfrom myst_nb import glue\n"
+                           "print('threads', os.environ.get('BLINDSPOTS_THREADS'), os.environ.get('BLINDSPOTS_SEED_JOBS'))\n"
+                           "glue('gain', 3.0 if os.environ.get('BLINDSPOTS_THREADS') else 2.0, display=False)\n"
+                           "claims.claim_bound('demo-gain', 'the gain is positive', 3.0, '>', 0.0, kind='verification')")
+    nbformat.write(nb, tmp_path / "notebooks/demo/01_a.ipynb")
+    monkeypatch.setattr(fullscale.runtime, "repo_root", lambda: tmp_path)
+    monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path / "claims"))
+    for key in {k for r in fullscale.REPEATS.values() for k in r["env"]}:
+        monkeypatch.delenv(key, raising=False)
+    assert fullscale.main(["demo/01_a"]) == 0
+    assert fullscale.repeats("demo/01_a") == []
+    assert fullscale.main(["--repeat", "threads2", "demo/01_a"]) == 0
+    assert "BLINDSPOTS_THREADS" not in fullscale.os.environ  # the test process is left as it was
+    out = fullscale.output_path("demo/01_a", repeat="threads2")
+    assert out.name == "01_a_threads2.ipynb" and fullscale.repeats("demo/01_a") == ["threads2"]
+    cells = nbformat.read(out, as_version=4).cells
+    printed = "".join(o.get("text", "") for c in cells if c.cell_type == "code" for o in c.outputs)
+    assert "threads 2 1" in printed and "BLINDSPOTS_SEED_JOBS=1, BLINDSPOTS_THREADS=2" in printed
+    assert cells[0].source.startswith("# Full scale, 2 threads per seed: Chapter 01_a")
+    assert fullscale.compare_repeat("demo/01_a", "threads2") == [
+        {"id": "demo-gain", "first": "PASS", "repeat": "PASS", "agree": True}]
+    assert fullscale.glue_differences("demo/01_a", "threads2") == {"gain": 1.0}
+    index = fullscale.appendix_markdown()
+    assert "{doc}`/results/full/demo/01_a_threads2` (repeat `threads2`; same verdicts)" in index
+    with pytest.raises(SystemExit):
+        fullscale.main(["--repeat", "avx9", "demo/01_a"])
+    with pytest.raises(ValueError, match="repeat must be None or one of"):
+        fullscale.run_chapter("demo/01_a", repeat="avx9")
+
+
+def test_the_sse_repeat_takes_torch_off_its_vector_kernels(tmp_path):
+    # the environment of REPEATS["sse"] must reach torch in a fresh process, or the repeat is the same path
+    import subprocess
+    import sys
+
+    env = {**fullscale.os.environ, **fullscale.REPEATS["sse"]["env"]}
+    code = "import torch, numpy; print(torch.backends.cpu.get_cpu_capability())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "DEFAULT"
+
+
+def test_claim_verdicts_read_pass_and_fail_lines_and_a_claim_failed_anywhere_fails(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="[PASS] a-1 (verification): fine\n[FAIL] b.2: no\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="[FAIL] a-1 (verification): later\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="not a claim [PASS] c\n")])]
+    nbformat.write(nb, tmp_path / "x.ipynb")
+    assert fullscale.claim_verdicts(tmp_path / "x.ipynb") == {"a-1": "FAIL", "b.2": "FAIL"}

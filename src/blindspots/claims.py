@@ -45,6 +45,8 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
 _FAILED = re.compile("claim '(" + _ID.pattern.strip("^$") + ")' failed")  # the same id syntax as _ID
+#: A printed claim line, ``[PASS] id ...`` or ``[FAIL] id ...``: the mark and the id.
+CLAIM_LINE = re.compile(r"^\[(PASS|FAIL)\] (" + _ID.pattern.strip("^$") + r")(?=[ :(]|$)", re.MULTILINE)
 
 
 class ClaimFailed(AssertionError):

@@ -38,8 +38,36 @@ def chapters(root: Path | None = None) -> list[str]:
     return [f.removeprefix("notebooks/").removesuffix(".ipynb") for f in files if f.startswith("notebooks/")]
 
 
-def output_path(chapter: str, root: Path | None = None) -> Path:
-    return Path(root or runtime.repo_root()) / RESULTS / f"{chapter}.ipynb"
+#: Repeats of a committed full-scale run on another floating-point path (``make full REPEAT=name``):
+#: the environment each sets for the kernel and its seed workers, and what it changes, for the page.
+REPEATS: dict[str, dict] = {
+    # torch's own kernels without vector instructions, MKL's BLAS at SSE4.2, oneDNN at SSE4.1, numpy's
+    # OpenBLAS as on a Nehalem and numpy's loops at their x86-64-v2 baseline: the arithmetic of a CPU
+    # without AVX2 or FMA, on this one; same seeds, workers and threads as the run it repeats
+    "sse": {"env": {"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+                    "ONEDNN_MAX_CPU_ISA": "SSE41", "OPENBLAS_CORETYPE": "Nehalem", "NPY_DISABLE_CPU_FEATURES": "X86_V3"},
+            "title": "Full scale, without AVX2",
+            "what": "torch, MKL, oneDNN, OpenBLAS and numpy limited to SSE4 instructions, the arithmetic of a CPU "
+                    "without AVX2 or FMA: the same code, seeds, workers and threads on another floating-point path"},
+    # two torch threads per seed, one seed at a time (reductions split differently)
+    "threads2": {"env": {"BLINDSPOTS_THREADS": "2", "BLINDSPOTS_SEED_JOBS": "1"},
+                 "title": "Full scale, 2 threads per seed",
+                 "what": "two torch threads per seed and one seed at a time: the same code and seeds, reductions "
+                         "split differently"},
+}
+
+
+def _check_repeat(repeat: str | None) -> None:
+    if repeat is not None and repeat not in REPEATS:
+        raise ValueError(f"repeat must be None or one of {sorted(REPEATS)}, got {repeat!r}")
+
+
+def output_path(chapter: str, root: Path | None = None, repeat: str | None = None) -> Path:
+    """Where a chapter's full-scale run lives; ``repeat`` (a key of :data:`REPEATS`) names a repeat of it
+    on another floating-point path, ``<chapter>_<repeat>.ipynb`` beside the run it repeats."""
+    _check_repeat(repeat)
+    suffix = "" if repeat is None else f"_{repeat}"
+    return Path(root or runtime.repo_root()) / RESULTS / f"{chapter}{suffix}.ipynb"
 
 
 def run_info(path: Path) -> dict | None:
@@ -86,12 +114,20 @@ def provenance(chapter: str, device: str = "auto") -> dict:
     info = {"chapter": chapter, "scale": "full", "device": dev, "model": device_model(dev),
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": git_commit(),
             "python": platform.python_version()}
+    # a repeat says how its arithmetic differs from the run it repeats
+    keys = sorted({k for r in REPEATS.values() for k in r["env"]})
+    info["environment"] = {k: os.environ[k] for k in keys if os.environ.get(k)}
+    how = "".join(f", {k}={v}" for k, v in info["environment"].items())
+    if "ATEN_CPU_CAPABILITY" in info["environment"]:
+        import torch
+
+        how += f" (torch CPU kernels: {torch.backends.cpu.get_cpu_capability()})"
     print(f"Full-scale run of {chapter}: device {dev} ({info['model']}), {info['date']}, "
-          f"code at commit {info['commit']}")
+          f"code at commit {info['commit']}{how}")
     return info
 
 
-def _prepare(chapter: str, root: Path):
+def _prepare(chapter: str, root: Path, repeat: str | None = None):
     """The chapter notebook with headings only for prose, a link back, and the provenance cell."""
     import nbformat
 
@@ -111,10 +147,14 @@ def _prepare(chapter: str, root: Path):
         if not heads:
             continue
         if not titled and heads[0].startswith("# "):
-            heads[0] = f"# Full scale: {heads[0][2:].strip()}"
+            title = "Full scale" if repeat is None else REPEATS[repeat]["title"]
+            heads[0] = f"# {title}: {heads[0][2:].strip()}"
             heads.insert(1, f"\nOutputs of {{doc}}`/notebooks/{chapter}` rerun at `scale = \"full\"`. The "
                             "statements, derivations and proofs are in that chapter; this page keeps its code "
                             "and what the code printed and drew at full scale.")
+            if repeat is not None:
+                heads.insert(2, f"\nA repeat of {{doc}}`/{RESULTS.as_posix()}/{chapter}` with "
+                                f"{REPEATS[repeat]['what']}.")
             titled = True
         else:  # lower headings only; a copy of the chapter's sections would repeat its table of contents
             heads = ["#" + h if h.startswith("# ") else h for h in heads]
@@ -124,16 +164,24 @@ def _prepare(chapter: str, root: Path):
     return nbformat.from_dict(nb)
 
 
-def run_chapter(chapter: str, root: Path | None = None, device: str = "auto") -> dict:
-    """Run one chapter at full scale into :func:`output_path`; returns its ``blindspots_full`` record."""
+def run_chapter(chapter: str, root: Path | None = None, device: str = "auto", repeat: str | None = None) -> dict:
+    """Run one chapter at full scale into :func:`output_path`; returns its ``blindspots_full`` record.
+
+    ``repeat`` (a key of :data:`REPEATS`) reruns it with that entry's environment into a separate notebook,
+    so a reader can see whether the verdicts survive another floating-point path.
+    """
     import nbformat
     import papermill
 
+    _check_repeat(repeat)
     root = Path(root or runtime.repo_root())
-    out = output_path(chapter, root)
+    out = output_path(chapter, root, repeat)
+    env = REPEATS[repeat]["env"] if repeat is not None else {}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # the kernel and its seed workers inherit them; restored after the run
     out.parent.mkdir(parents=True, exist_ok=True)
     staged = out.with_suffix(".input.ipynb")
-    nbformat.write(_prepare(chapter, root), staged)
+    nbformat.write(_prepare(chapter, root, repeat), staged)
     os.environ.setdefault("BLINDSPOTS_CLAIMS_DIR", str(root / "_build" / "claims-full"))
     # the code the run starts from: commits made while it runs are not what made its numbers
     commit = git_commit(root)
@@ -150,6 +198,11 @@ def run_chapter(chapter: str, root: Path | None = None, device: str = "auto") ->
         error = f"{type(err).__name__}: {str(err)[:400]}"
     finally:
         staged.unlink(missing_ok=True)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     nb = nbformat.read(out, as_version=4)
     # papermill's red "stopped here" markers: wrong when allow_errors ran on, and the page's banner names the claims
     nb.cells = [c for c in nb.cells if "papermill-error-cell-tag" not in c.metadata.get("tags", [])]
@@ -198,7 +251,15 @@ def appendix_markdown(root: Path | None = None) -> str:
     lines = ["| chapter | full-scale run | device and date | time (s) | commit |", "|---|---|---|---|---|"]
     waiting, failing = [], []
     for chapter in chapters(root):
-        info = run_info(output_path(chapter, root))
+        info, extra = run_info(output_path(chapter, root)), []
+        for repeat in repeats(chapter, root):
+            rinfo = run_info(output_path(chapter, root, repeat)) or {}
+            if rinfo.get("complete"):
+                agree = "same verdicts" if verdicts_agree(chapter, repeat, root) else "**verdicts differ**"
+                extra.append(f"| {{doc}}`/notebooks/{chapter}` | {{doc}}`/{RESULTS.as_posix()}/{chapter}_{repeat}` "
+                             f"(repeat `{repeat}`; {agree}) | "
+                             f"{_cell(rinfo.get('provenance', '').split(': ', 1)[-1])} | {rinfo['elapsed_s']:.0f} | "
+                             f"`{rinfo['commit']}` |")
         if info and info.get("complete"):
             fails = info.get("failed_claims") or []
             if fails:
@@ -211,11 +272,66 @@ def appendix_markdown(root: Path | None = None) -> str:
             why = f"failed: {_cell(info['error'])}" if info and info.get("error") else "not run yet"
             lines.append(f"| {{doc}}`/notebooks/{chapter}` | {why} | – | – | – |")
             waiting.append(chapter)
+        lines += extra
     lines = failed_claims_box(failing) + lines  # above the table, in red
     if waiting:
         lines += ["", "Waiting for a run (paper scale is meant for a GPU; `make full` resumes where it stopped):",
                   "", "```bash"] + [f"make full CHAPTERS={c}" for c in waiting] + ["```"]
     return "\n".join(lines) + "\n"
+
+
+def repeats(chapter: str, root: Path | None = None) -> list[str]:
+    """The :data:`REPEATS` of a chapter's full-scale run that are committed beside it."""
+    return [r for r in REPEATS if output_path(chapter, root, r).is_file()]
+
+
+def claim_verdicts(path: Path) -> dict[str, str]:
+    """``claim id -> "PASS" | "FAIL"`` from the ``[PASS]``/``[FAIL]`` lines a run printed (a claim that failed
+    anywhere counts as failed)."""
+    import nbformat
+
+    out: dict[str, str] = {}
+    for cell in nbformat.read(path, as_version=4).cells:
+        for o in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            text = o.get("text", "") if o.get("output_type") == "stream" else o.get("data", {}).get("text/plain", "")
+            if o.get("output_type") == "error":
+                text = o.get("evalue", "")
+            for mark, cid in claims.CLAIM_LINE.findall("".join(text)):
+                out[cid] = "FAIL" if out.get(cid) == "FAIL" else mark
+    return out
+
+
+def compare_repeat(chapter: str, repeat: str, root: Path | None = None) -> list[dict]:
+    """One row per claim of a chapter's full-scale run and its ``repeat``: the verdict in each, and whether
+    they agree (a claim missing from one run disagrees)."""
+    first = claim_verdicts(output_path(chapter, root))
+    second = claim_verdicts(output_path(chapter, root, repeat))
+    ids = list(first) + [c for c in second if c not in first]
+    return [{"id": c, "first": first.get(c, "missing"), "repeat": second.get(c, "missing"),
+             "agree": first.get(c) is not None and first.get(c) == second.get(c)} for c in ids]
+
+
+def glue_differences(chapter: str, repeat: str, root: Path | None = None) -> dict[str, float]:
+    """The numbers both runs glued that differ between them: ``name -> |first - repeat|``."""
+    import math
+
+    from .scorecard import notebook_glue
+
+    a, b = notebook_glue(output_path(chapter, root)), notebook_glue(output_path(chapter, root, repeat))
+    out = {}
+    for name in sorted(set(a) & set(b)):
+        x, y = a[name], b[name]
+        if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool):
+            if not (x == y or (math.isnan(x) and math.isnan(y))):
+                out[name] = abs(float(x) - float(y))
+        elif x != y:
+            out[name] = math.nan
+    return out
+
+
+def verdicts_agree(chapter: str, repeat: str, root: Path | None = None) -> bool:
+    rows = compare_repeat(chapter, repeat, root)
+    return bool(rows) and all(r["agree"] for r in rows)
 
 
 def _cell(text: str) -> str:
@@ -227,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("chapters", nargs="*", help="part/NN_name (default: every chapter in _toc.yml)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--force", action="store_true", help="rerun chapters that already completed")
+    parser.add_argument("--repeat", choices=sorted(REPEATS), default=None,
+                        help="repeat a run on another floating-point path, into <chapter>_<repeat>.ipynb")
     args = parser.parse_args(argv)
     root = runtime.repo_root()
     known = chapters(root)
@@ -236,11 +354,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"chapters must be among {known}, got {unknown}")
     failed = []
     for chapter in todo:
-        if not args.force and is_complete(output_path(chapter, root)):
+        if not args.force and is_complete(output_path(chapter, root, args.repeat)):
             print(f"{chapter}: complete, skipped (--force reruns it)")
             continue
         print(f"{chapter}: running at full scale ...", flush=True)
-        info = run_chapter(chapter, root, args.device)
+        info = run_chapter(chapter, root, args.device, args.repeat)
         if not info["complete"]:
             what = "FAILED " + info["error"]
         elif info["failed_claims"]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from . import runtime
+from .claims import CLAIM_LINE
 
 GENERATED = {"book/verification": "verification", "book/status": "status", "results/full/index": "appendix",
              "book/scorecard": "scorecard", "book/preface": "preface"}
@@ -551,7 +552,6 @@ def thread_check_lines(path: Path, committed: bool = False) -> list[str]:
 # ----------------------------------------------------------------------------
 # Claims inside the chapters: anchors the report links to, and a banner for failures
 
-_CLAIM_LINE = re.compile(r"^\[(PASS|FAIL)\] ([a-z0-9][a-z0-9_.-]*)(?=[ :(]|$)", re.MULTILINE)
 
 
 def claim_anchor(cid: str) -> str:
@@ -578,7 +578,7 @@ def mark_claims(doctree, known: list[str] | None = None, failed_records: list[st
     failed: list[str] = list(failed_records or [])
     blocks = list(doctree.findall(nodes.literal_block))  # cell sources and text outputs
     for block in blocks:
-        for mark, cid in _CLAIM_LINE.findall(block.astext()):
+        for mark, cid in CLAIM_LINE.findall(block.astext()):
             if mark == "FAIL" and cid not in failed:
                 failed.append(cid)
             if cid not in anchored:
