@@ -170,6 +170,7 @@ def test_a_repeat_on_another_floating_point_path_is_its_own_page_compared_claim_
     assert fullscale.compare_repeat("demo/01_a", "threads2") == [
         {"id": "demo-gain", "first": "PASS", "repeat": "PASS", "agree": True}]
     assert fullscale.glue_differences("demo/01_a", "threads2") == {"gain": 1.0}
+    assert fullscale.glue_pairs("demo/01_a", "threads2") == {"gain": (2.0, 3.0)}
     index = fullscale.appendix_markdown()
     assert "{doc}`/results/full/demo/01_a_threads2` (repeat `threads2`; same verdicts)" in index
     with pytest.raises(SystemExit):

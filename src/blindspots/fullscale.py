@@ -311,20 +311,24 @@ def compare_repeat(chapter: str, repeat: str, root: Path | None = None) -> list[
              "agree": first.get(c) is not None and first.get(c) == second.get(c)} for c in ids]
 
 
-def glue_differences(chapter: str, repeat: str, root: Path | None = None) -> dict[str, float]:
-    """The numbers both runs glued that differ between them: ``name -> |first - repeat|``."""
-    import math
-
+def glue_pairs(chapter: str, repeat: str, root: Path | None = None) -> dict[str, tuple]:
+    """``name -> (first run's value, repeat's value)`` for every value both runs glued."""
     from .scorecard import notebook_glue
 
     a, b = notebook_glue(output_path(chapter, root)), notebook_glue(output_path(chapter, root, repeat))
+    return {name: (a[name], b[name]) for name in sorted(set(a) & set(b))}
+
+
+def glue_differences(chapter: str, repeat: str, root: Path | None = None) -> dict[str, float]:
+    """The values of :func:`glue_pairs` that differ: ``name -> |first - repeat|`` (NaN when not numbers)."""
+    import math
+
     out = {}
-    for name in sorted(set(a) & set(b)):
-        x, y = a[name], b[name]
-        if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool):
-            if not (x == y or (math.isnan(x) and math.isnan(y))):
-                out[name] = abs(float(x) - float(y))
-        elif x != y:
+    for name, (x, y) in glue_pairs(chapter, repeat, root).items():
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y))
+        if numbers and not (x == y or (math.isnan(x) and math.isnan(y))):
+            out[name] = abs(float(x) - float(y))
+        elif not numbers and x != y:
             out[name] = math.nan
     return out
 
