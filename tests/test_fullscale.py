@@ -31,10 +31,21 @@ def _fake_book(root):
         nbformat.write(nb, root / "notebooks" / "demo" / f"{name}.ipynb")
 
 
-def test_run_resume_and_appendix_index(tmp_path, monkeypatch, capsys):
+def _demo(tmp_path, monkeypatch, last_cell: str | None = None, chapter: str = "01_a", then=()):
+    """The fake book as the repository, with ``chapter``'s last cell replaced and cells ``then`` appended."""
     _fake_book(tmp_path)
+    if last_cell is not None:
+        path = tmp_path / "notebooks" / "demo" / f"{chapter}.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        nb.cells[-1].source = last_cell
+        nb.cells += [nbformat.v4.new_code_cell(src) for src in then]
+        nbformat.write(nb, path)
     monkeypatch.setattr(fullscale.runtime, "repo_root", lambda: tmp_path)
     monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path / "claims"))
+
+
+def test_run_resume_and_appendix_index(tmp_path, monkeypatch, capsys):
+    _demo(tmp_path, monkeypatch)
     assert fullscale.chapters() == ["demo/01_a", "demo/02_b"]
     assert fullscale.main(["demo/01_a"]) == 0
     out = fullscale.output_path("demo/01_a")
@@ -49,12 +60,7 @@ def test_run_resume_and_appendix_index(tmp_path, monkeypatch, capsys):
 
 
 def test_a_failed_run_is_kept_incomplete_and_rerun(tmp_path, monkeypatch):
-    _fake_book(tmp_path)
-    nb = nbformat.read(tmp_path / "notebooks/demo/02_b.ipynb", as_version=4)
-    nb.cells[-1].source = "raise RuntimeError('out of memory')"
-    nbformat.write(nb, tmp_path / "notebooks/demo/02_b.ipynb")
-    monkeypatch.setattr(fullscale.runtime, "repo_root", lambda: tmp_path)
-    monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path / "claims"))
+    _demo(tmp_path, monkeypatch, "raise RuntimeError('out of memory')", chapter="02_b")
     assert fullscale.main(["demo/02_b"]) == 1
     info = fullscale.run_info(fullscale.output_path("demo/02_b"))
     assert info["complete"] is False and "out of memory" in info["error"]
@@ -62,8 +68,7 @@ def test_a_failed_run_is_kept_incomplete_and_rerun(tmp_path, monkeypatch):
 
 
 def test_unknown_chapter_is_refused_by_name(tmp_path, monkeypatch):
-    _fake_book(tmp_path)
-    monkeypatch.setattr(fullscale.runtime, "repo_root", lambda: tmp_path)
+    _demo(tmp_path, monkeypatch)
     with pytest.raises(SystemExit):
         fullscale.main(["demo/99_missing"])
 
@@ -87,14 +92,9 @@ def test_committed_full_scale_runs_are_excluded_from_execution_and_chapters_are_
 def test_a_failed_claim_still_runs_every_cell_and_is_named_in_the_index(tmp_path, monkeypatch):
     # a full-scale result that contradicts its claim is a result: the cells after it must run, the
     # run counts as complete (not rerun on resume), and the index names the claim in a red box
-    _fake_book(tmp_path)
-    nb = nbformat.read(tmp_path / "notebooks/demo/01_a.ipynb", as_version=4)
-    nb.cells[-1].source = ("from blindspots import claims\n"
-                           "claims.claim_bound('demo-gain', 'the gain is positive', -3.0, '>', 0.0, kind='verification')")
-    nb.cells.append(nbformat.v4.new_code_cell("print('after the failure')"))
-    nbformat.write(nb, tmp_path / "notebooks/demo/01_a.ipynb")
-    monkeypatch.setattr(fullscale.runtime, "repo_root", lambda: tmp_path)
-    monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path / "claims"))
+    _demo(tmp_path, monkeypatch, ("from blindspots import claims\n"
+                                  "claims.claim_bound('demo-gain', 'the gain is positive', -3.0, '>', 0.0, "
+                                  "kind='verification')"), then=["print('after the failure')"])
     assert fullscale.main(["demo/01_a"]) == 1  # make full still reports it
     out = fullscale.output_path("demo/01_a")
     info = fullscale.run_info(out)
@@ -110,15 +110,11 @@ def test_a_failed_claim_still_runs_every_cell_and_is_named_in_the_index(tmp_path
 
 
 def test_every_claim_of_an_all_hold_block_that_failed_is_recorded(tmp_path, monkeypatch):
-    _fake_book(tmp_path)
-    nb = nbformat.read(tmp_path / "notebooks/demo/01_a.ipynb", as_version=4)
-    nb.cells[-1].source = ("from blindspots import claims\n"
-                           "with claims.all_hold():\n"
-                           "    for cid in ('demo-a', 'demo-b'):\n"
-                           "        claims.claim_bound(cid, 'the gain is positive', -3.0, '>', 0.0, kind='verification')")
-    nbformat.write(nb, tmp_path / "notebooks/demo/01_a.ipynb")
-    monkeypatch.setattr(fullscale.runtime, "repo_root", lambda: tmp_path)
-    monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path / "claims"))
+    _demo(tmp_path, monkeypatch, ("from blindspots import claims\n"
+                                  "with claims.all_hold():\n"
+                                  "    for cid in ('demo-a', 'demo-b'):\n"
+                                  "        claims.claim_bound(cid, 'the gain is positive', -3.0, '>', 0.0, "
+                                  "kind='verification')"))
     assert fullscale.main(["demo/01_a"]) == 1
     info = fullscale.run_info(fullscale.output_path("demo/01_a"))
     assert info["complete"] is True and info["failed_claims"] == ["demo-a", "demo-b"]
@@ -128,9 +124,7 @@ def test_the_recorded_commit_is_the_one_the_run_started_from(tmp_path, monkeypat
     # a commit made while a long run executes must not be credited with its numbers
     import papermill
 
-    _fake_book(tmp_path)
-    monkeypatch.setattr(fullscale.runtime, "repo_root", lambda: tmp_path)
-    monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path / "claims"))
+    _demo(tmp_path, monkeypatch)
     head = {"commit": "aaaa111"}
     monkeypatch.setattr(fullscale, "git_commit", lambda root=None: head["commit"])
     execute = papermill.execute_notebook
@@ -146,15 +140,11 @@ def test_the_recorded_commit_is_the_one_the_run_started_from(tmp_path, monkeypat
 
 
 def test_a_repeat_on_another_floating_point_path_is_its_own_page_compared_claim_by_claim(tmp_path, monkeypatch):
-    _fake_book(tmp_path)
-    nb = nbformat.read(tmp_path / "notebooks/demo/01_a.ipynb", as_version=4)
-    nb.cells[-1].source = ("import os\nfrom blindspots import claims\nfrom myst_nb import glue\n"
-                           "print('threads', os.environ.get('BLINDSPOTS_THREADS'), os.environ.get('BLINDSPOTS_SEED_JOBS'))\n"
-                           "glue('gain', 3.0 if os.environ.get('BLINDSPOTS_THREADS') else 2.0, display=False)\n"
-                           "claims.claim_bound('demo-gain', 'the gain is positive', 3.0, '>', 0.0, kind='verification')")
-    nbformat.write(nb, tmp_path / "notebooks/demo/01_a.ipynb")
-    monkeypatch.setattr(fullscale.runtime, "repo_root", lambda: tmp_path)
-    monkeypatch.setenv("BLINDSPOTS_CLAIMS_DIR", str(tmp_path / "claims"))
+    _demo(tmp_path, monkeypatch, (
+        "import os\nfrom blindspots import claims\nfrom myst_nb import glue\n"
+        "print('threads', os.environ.get('BLINDSPOTS_THREADS'), os.environ.get('BLINDSPOTS_SEED_JOBS'))\n"
+        "glue('gain', 3.0 if os.environ.get('BLINDSPOTS_THREADS') else 2.0, display=False)\n"
+        "claims.claim_bound('demo-gain', 'the gain is positive', 3.0, '>', 0.0, kind='verification')"))
     for key in {k for r in fullscale.REPEATS.values() for k in r["env"]}:
         monkeypatch.delenv(key, raising=False)
     assert fullscale.main(["demo/01_a"]) == 0
@@ -195,6 +185,8 @@ def test_claim_verdicts_read_pass_and_fail_lines_and_a_claim_failed_anywhere_fai
     nb.cells = [nbformat.v4.new_code_cell("x", outputs=[
         nbformat.v4.new_output("stream", name="stdout", text="[PASS] a-1 (verification): fine\n[FAIL] b.2: no\n"),
         nbformat.v4.new_output("stream", name="stdout", text="[FAIL] a-1 (verification): later\n"),
-        nbformat.v4.new_output("stream", name="stdout", text="not a claim [PASS] c\n")])]
+        nbformat.v4.new_output("stream", name="stdout", text="not a claim [PASS] c\n"),
+        nbformat.v4.new_output("error", ename="ClaimFailed", evalue="claim 'd-3' failed: unprinted\n  [FAIL] d-3: x",
+                               traceback=[])])]
     nbformat.write(nb, tmp_path / "x.ipynb")
-    assert fullscale.claim_verdicts(tmp_path / "x.ipynb") == {"a-1": "FAIL", "b.2": "FAIL"}
+    assert fullscale.claim_verdicts(tmp_path / "x.ipynb") == {"a-1": "FAIL", "b.2": "FAIL", "d-3": "FAIL"}
