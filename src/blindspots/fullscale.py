@@ -21,6 +21,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from unittest import mock
 
 from . import claims, runtime
 
@@ -176,9 +177,6 @@ def run_chapter(chapter: str, root: Path | None = None, device: str = "auto", re
     _check_repeat(repeat)
     root = Path(root or runtime.repo_root())
     out = output_path(chapter, root, repeat)
-    env = REPEATS[repeat]["env"] if repeat is not None else {}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # the kernel and its seed workers inherit them; restored after the run
     out.parent.mkdir(parents=True, exist_ok=True)
     staged = out.with_suffix(".input.ipynb")
     nbformat.write(_prepare(chapter, root, repeat), staged)
@@ -186,23 +184,21 @@ def run_chapter(chapter: str, root: Path | None = None, device: str = "auto", re
     # the code the run starts from: commits made while it runs are not what made its numbers
     commit = git_commit(root)
     start, error = time.perf_counter(), None
+    # a repeat's environment reaches the kernel and its seed workers, and is undone after the run
+    env = REPEATS[repeat]["env"] if repeat is not None else {}
     try:
         # allow_errors: a claim that fails at full scale must not hide the cells after it (its figure,
         # its tables); papermill still raises at the end, so the run is known to have failed
-        papermill.execute_notebook(str(staged), str(out), parameters={"scale": "full", "device": device},
-                                   kernel_name="python3", cwd=str(root / "notebooks" / chapter.split("/")[0]),
-                                   progress_bar=False, request_save_on_cell_execute=True, allow_errors=True)
+        with mock.patch.dict(os.environ, env):
+            papermill.execute_notebook(str(staged), str(out), parameters={"scale": "full", "device": device},
+                                       kernel_name="python3", cwd=str(root / "notebooks" / chapter.split("/")[0]),
+                                       progress_bar=False, request_save_on_cell_execute=True, allow_errors=True)
     except papermill.PapermillExecutionError as err:
         error = f"{err.ename}: {str(err.evalue)[:400]}"
     except Exception as err:  # a dead kernel (out of memory) must still leave the run marked incomplete
         error = f"{type(err).__name__}: {str(err)[:400]}"
     finally:
         staged.unlink(missing_ok=True)
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     nb = nbformat.read(out, as_version=4)
     # papermill's red "stopped here" markers: wrong when allow_errors ran on, and the page's banner names the claims
     nb.cells = [c for c in nb.cells if "papermill-error-cell-tag" not in c.metadata.get("tags", [])]
@@ -293,10 +289,12 @@ def claim_verdicts(path: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for cell in nbformat.read(path, as_version=4).cells:
         for o in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            text = o.get("text", "") if o.get("output_type") == "stream" else o.get("data", {}).get("text/plain", "")
-            if o.get("output_type") == "error":
-                text = o.get("evalue", "")
-            for mark, cid in claims.CLAIM_LINE.findall("".join(text)):
+            if o.get("output_type") == "error":  # a ClaimFailed names its claims in its own format
+                found = [("FAIL", cid) for cid in claims.failed_ids(o.get("evalue", ""))]
+            else:
+                text = o.get("text", "") if o.get("output_type") == "stream" else o.get("data", {}).get("text/plain", "")
+                found = claims.CLAIM_LINE.findall("".join(text))
+            for mark, cid in found:
                 out[cid] = "FAIL" if out.get(cid) == "FAIL" else mark
     return out
 
