@@ -82,3 +82,16 @@ def test_alibi_on_a_grid_uses_the_pixels_euclidean_distance():
     assert torch.allclose(bias[:, 2, 3], -slopes * 5 ** 0.5)  # (0, 2) to (1, 0), neighbours in reading order
     with pytest.raises(ValueError, match="alibi_grid"):
         ModelConfig(vocab_size=5, d_model=8, n_heads=2, alibi_grid=3)
+
+
+def test_alibi_slopes_sized_to_a_task():
+    """Given slopes replace Press et al.'s, head by head, in the bias the encoder adds; a wrong number of
+    slopes, a non-positive one, or slopes without alibi are refused with the parameter's name."""
+    cfg = ModelConfig(vocab_size=5, d_model=8, n_heads=2, alibi=True, alibi_slopes=(1.0, 0.5))
+    m = train.build_model(cfg, seed=0, device="cpu")
+    bias = m.blocks[0].attn._bias(4, "cpu", torch.float64)
+    assert torch.allclose(bias[:, 0, 2], torch.tensor([-2.0, -1.0], dtype=torch.float64))
+    assert torch.allclose(bias[:, 3, 0], torch.tensor([-3.0, -1.5], dtype=torch.float64))
+    for bad in ({"alibi_slopes": (1.0,)}, {"alibi_slopes": (1.0, 0.0)}, {"alibi_slopes": (1.0, 0.5), "alibi": False}):
+        with pytest.raises(ValueError, match="alibi_slopes"):
+            ModelConfig(vocab_size=5, d_model=8, n_heads=2, **{"alibi": True, **bad})

@@ -9,12 +9,14 @@ training code, so the verification report lists them apart from notebook-level k
 arrays are the book-scale outputs of the chapters named beside them.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from blindspots import claims
 from blindspots.claims import ClaimFailed
-from blindspots.selfpretraining import gates, protocols, tasks, train
+from blindspots.selfpretraining import gates, presets, protocols, tasks, train
 from blindspots.selfpretraining import gradients as G
 from blindspots.selfpretraining.model import ModelConfig
 
@@ -134,11 +136,11 @@ def test_a_row_whose_runs_predict_one_class_is_not_tested():
     scratch, full = np.full(6, 0.474), np.array([0.83, 0.89, 0.75, 0.81, 0.85, 0.71])
     acc = {"scratch": scratch, FULL: full, "hybrid: QK only": scratch.copy()}
     n_pred = {"scratch": np.ones(6, int), FULL: np.full(6, 2), "hybrid: QK only": np.ones(6, int)}
-    scratch_moves = gates.shortcut_gate(scratch + np.linspace(0, 0.01, 6), 0.526,
-                                        name=protocols.SCRATCH_LEARNS)
-    (row,) = _table(acc, n_pred, common=[scratch_moves])
+    control_moves = gates.shortcut_gate(scratch + np.linspace(0, 0.01, 6), 0.526,
+                                        name=protocols.CONTROL_LEARNS)
+    (row,) = _table(acc, n_pred, common=[control_moves])
     assert not row.tested and row.verdict.startswith("not tested at book scale (gate failed: ")
-    assert gates.CONSTANT in row.verdict and protocols.SCRATCH_LEARNS in row.verdict
+    assert gates.CONSTANT in row.verdict and protocols.CONTROL_LEARNS in row.verdict
     n_pred = {k: np.full(6, 2) for k in acc}
     (row,) = _table(acc, n_pred)
     assert row.tested and row.verdict == "opposite"
@@ -162,7 +164,8 @@ TINY = {"d_model": 16, "n_heads": 2, "n_layers": 1, "max_len": 64, "length": 40,
 def test_one_ablation_seed_records_labels_masked_losses_and_the_transfer():
     r = protocols.ablation_or_depth_seed(100, TINY)
     assert r["layers"] == 1 and set(r["rows"]) == set(r["n_predicted"])
-    assert {protocols.FROZEN, protocols.OTHER_SOURCE, protocols.MATCHED, "SPT 4 steps"} <= set(r["rows"])
+    assert {protocols.FROZEN, protocols.OTHER_SOURCE, protocols.MATCHED, protocols.CONTROL,
+            "SPT 4 steps"} <= set(r["rows"])
     assert all(n in (1, 2) for n in r["n_predicted"].values())
     assert set(r["masked_loss"]) == {"SPT 2 steps", "SPT 4 steps", protocols.OTHER_SOURCE}
     assert r["copied_err"] == 0.0 and r["head_gap"] > 0 and r["n_head"] > 0
@@ -194,4 +197,26 @@ def test_depth_confirmatory_seeds_are_fresh_and_its_exploratory_run_failed_the_f
         assert eff.t(protocols.DEPTH_GAIN_MIN) < eff.critical_t()  # the record: 0.1 failed there
         assert protocols.depth_gain_threshold(L) < protocols.DEPTH_GAIN_MIN
     assert protocols.depth_seeds(1, 3) == [0, 1, 2]
+    full = presets.PRESETS["selfpretraining/03_ablations"]["full"]
+    one_layer = range(full["first_seed"], full["first_seed"] + full["seeds"])
+    assert full["first_seed"] == protocols.ABLATION_CONFIRMATORY_FIRST_SEED
+    assert not set(one_layer) & set(protocols.ABLATION_EXPLORATORY_SEEDS), "the control gate needs fresh seeds"
+
+
+def test_the_positive_control_is_scratch_with_the_task_sized_bias(monkeypatch):
+    """The control row trains scratch's initial weights with ALiBi at slopes 1, 1/2, ...: a control built
+    without its bias is the scratch run again (same weights, same mini-batches, same accuracy)."""
+    assert protocols.walk_control_slopes(2) == (1.0, 0.5) and protocols.walk_control_slopes(3)[-1] == 0.25
+    with pytest.raises(ValueError, match="n_heads"):
+        protocols.walk_control_slopes(0)
+    cfg = {**TINY, "other_source": False, "scratch_matched": False, "spt_checkpoints": [0, 2], "label_steps": 6}
+    built = []
+    real = train.build_model
+    monkeypatch.setattr(protocols.train, "build_model", lambda c, **k: built.append(c) or real(c, **k))
+    unbiased = lambda c, **k: real(dataclasses.replace(c, alibi=False, alibi_slopes=()), **k)  # noqa: E731
+    protocols.ablation_seed(3, cfg)
+    assert built[-1].alibi and built[-1].alibi_slopes == (1.0, 0.5)
+    monkeypatch.setattr(protocols.train, "build_model", unbiased)
+    r = protocols.ablation_seed(3, cfg)
+    assert r["rows"][protocols.CONTROL] == r["rows"]["scratch"]
     assert protocols.depth_gain_threshold(1) == protocols.DEPTH_GAIN_MIN

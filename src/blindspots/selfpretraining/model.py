@@ -45,6 +45,7 @@ class ModelConfig:
     cls_id: int | None = None
     alibi: bool = False  # add the fixed distance bias -lambda_h |i - j| of Press et al. to each head's scores
     alibi_grid: int = 0  # > 0: positions are pixels of rows this wide, and |i - j| is their Euclidean distance
+    alibi_slopes: tuple[float, ...] = ()  # one slope per head, sized to a task; () gives Press et al.'s
 
     def __post_init__(self) -> None:
         if self.pooling not in POOLINGS:
@@ -71,6 +72,10 @@ class ModelConfig:
         if self.alibi_grid < 0 or (self.alibi_grid and (not self.alibi or self.pooling == "cls")):
             raise ValueError(f"alibi_grid must be 0, or a row width >= 1 with alibi=True and mean pooling (a CLS "
                              f"token would shift the pixels), got {self.alibi_grid}")
+        if self.alibi_slopes and (not self.alibi or len(self.alibi_slopes) != self.n_heads
+                                  or min(self.alibi_slopes) <= 0):
+            raise ValueError(f"alibi_slopes must be empty, or {self.n_heads} positive slopes (one per head) with "
+                             f"alibi=True, got {self.alibi_slopes}")
         if self.pooling == "cls" and self.cls_id is None:
             raise ValueError("cls_id must be set (in [0, vocab_size)) when pooling='cls'")
 
@@ -95,12 +100,14 @@ def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
 class SelfAttention(nn.Module):
     """Multi-head self-attention with readable and hookable scores and probabilities."""
 
-    def __init__(self, d_model: int, n_heads: int, alibi: bool = False, alibi_grid: int = 0) -> None:
+    def __init__(self, d_model: int, n_heads: int, alibi: bool = False, alibi_grid: int = 0,
+                 slopes: tuple[float, ...] = ()) -> None:
         super().__init__()
         self.n_heads, self.d_head = n_heads, d_model // n_heads
         self.alibi, self.alibi_grid = alibi, alibi_grid
+        fixed = torch.tensor(slopes, dtype=torch.float32) if slopes else alibi_slopes(n_heads)
         # Not a state-dict entry: a model with the bias has the same tensors as one without.
-        self.register_buffer("slopes", alibi_slopes(n_heads) if alibi else None, persistent=False)
+        self.register_buffer("slopes", fixed if alibi else None, persistent=False)
         self.q_proj = nn.Linear(d_model, d_model)
         self.k_proj = nn.Linear(d_model, d_model)
         self.v_proj = nn.Linear(d_model, d_model)
@@ -162,10 +169,11 @@ class SelfAttention(nn.Module):
 class Block(nn.Module):
     """Pre-norm block: ``x + Attn(LN(x))``, then ``x + MLP(LN(x))``."""
 
-    def __init__(self, d_model: int, n_heads: int, mlp_ratio: int, alibi: bool = False, alibi_grid: int = 0) -> None:
+    def __init__(self, d_model: int, n_heads: int, mlp_ratio: int, alibi: bool = False, alibi_grid: int = 0,
+                 alibi_slopes: tuple[float, ...] = ()) -> None:
         super().__init__()
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = SelfAttention(d_model, n_heads, alibi, alibi_grid)
+        self.attn = SelfAttention(d_model, n_heads, alibi, alibi_grid, alibi_slopes)
         self.ln2 = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(),
                                  nn.Linear(mlp_ratio * d_model, d_model))
@@ -189,7 +197,8 @@ class Encoder(nn.Module):
         c = config
         self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
         self.register_buffer("positions", sinusoidal_positions(c.max_len, c.d_model), persistent=False)
-        self.blocks = nn.ModuleList(Block(c.d_model, c.n_heads, c.mlp_ratio, c.alibi, c.alibi_grid) for _ in range(c.n_layers))
+        self.blocks = nn.ModuleList(Block(c.d_model, c.n_heads, c.mlp_ratio, c.alibi, c.alibi_grid, c.alibi_slopes)
+                                    for _ in range(c.n_layers))
         self.ln_f = nn.LayerNorm(c.d_model)
         self.cls_head = nn.Linear(c.d_model, c.n_classes)
         self.mlm_head = nn.Linear(c.d_model, c.vocab_size)
