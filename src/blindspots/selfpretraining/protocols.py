@@ -202,7 +202,7 @@ FROZEN = "frozen random attention"
 # position, each further head's half as fast. Pilot before the run that gates on it (seed 0, the full-scale
 # data, one layer, 1500 label steps): Press et al.'s slopes (1/16, 1/256) stayed at 0.487, as scratch did;
 # (1, 1/2) reached 0.901 and (3, 1) 0.918. At 200 label steps (book scale) all three stayed at 0.487-0.488.
-CONTROL = "scratch + proximity bias (positive control)"
+CONTROL = "positive control (proximity bias)"  # scratch with the bias
 OTHER_SOURCE = "SPT on sticky chain (other source)"
 MATCHED = "scratch, compute-matched"
 
