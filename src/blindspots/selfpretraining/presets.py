@@ -37,8 +37,9 @@ PRESETS: dict = {
     # label steps (in a 2-seed pilot the QK-only hybrid reached 0.62 and 0.53), the other source,
     # compute-matched scratch, 8 seeds (the least for a headline comparison) at one layer and 8 fresh ones at
     # two; about 35 minutes on 2 idle cores from per-step times (its run took 45 minutes of seed time on 2 cores
-    # of an Intel Xeon: 5429 s of CPU). Each one-layer seed also trains the positive control. Four layers (another 35 minutes at 8 seeds)
-    # are left out so that the run fits one sitting on 2 cores; depth is tested at two.
+    # of an Intel Xeon: 5429 s of CPU). Each one-layer seed also trains the positive control. Four layers
+    # (another 35 minutes at 8 seeds) are left out so that the run fits one sitting on 2 cores; depth is tested
+    # at two.
     "selfpretraining/03_ablations": {
         "smoke": {**_MODEL, **_TRAIN, "n_train": 64, "n_test": 100, "seeds": 2, "spt_checkpoints": [0, 4, 8],
                   "label_steps": 4, "other_source": True, "scratch_matched": True, "depths": [1, 2],

@@ -414,7 +414,6 @@ SHORT_SPT_PREDICTION = AT_LEAST_HALF  # every "SPT <c> steps" row shorter than t
 CONTROL_LEARNS = "positive control leaves the one-class accuracy"
 
 
-
 def ablation_rows(acc: Mapping[str, Any], n_predicted: Mapping[str, Any], *, full: str,
                   scratch: str = "scratch", common: Iterable[gates.Gate] = (),
                   extra: Mapping[str, Iterable[gates.Gate]] | None = None) -> list[gates.Row]:
